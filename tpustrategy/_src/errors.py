@@ -1,0 +1,35 @@
+"""Exception classes of tpustrategy beyond Python's built-in ones.
+
+Most errors are ordinary ``ValueError``/``RuntimeError``/``TypeError`` with
+messages in TensorFlow's wording; these two name situations Python has no
+class for. This module imports neither JAX nor NumPy, so ``tpustrategy.data``
+can use it.
+"""
+
+from __future__ import annotations
+
+
+class DataLossError(RuntimeError):
+    """Input data is corrupt or truncated (TensorFlow's ``tf.errors.DataLossError``).
+
+    Attributes:
+      filename: the file in which the corruption was found (or None).
+      offset: the byte offset of the bad record in the (uncompressed) stream.
+    """
+
+    def __init__(self, message: str, *, filename: str | None = None, offset: int | None = None):
+        super().__init__(message)
+        self.filename = filename
+        self.offset = offset
+
+
+class DeadlineExceededError(RuntimeError):
+    """A peer process did not arrive within the allowed time.
+
+    Attributes:
+      missing: the process ids that did not answer.
+    """
+
+    def __init__(self, message: str, *, missing: tuple[int, ...] = ()):
+        super().__init__(message)
+        self.missing = tuple(missing)
