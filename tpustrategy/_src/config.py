@@ -1,0 +1,79 @@
+"""Settings: a handful of ``TPS_*`` environment variables, validated at import.
+
+- ``TPS_RUN_EAGERLY`` (``0``/``1``): start with ``run_functions_eagerly(True)``.
+- ``TPS_MAX_IN_FLIGHT`` (int >= 1): programs allowed in flight before ``run``
+  waits on the oldest (default 4 on CPU, 32 on accelerators). XLA's CPU
+  collectives deadlock when many programs with collectives are queued.
+- ``TPS_EAGER_TIMEOUT`` (seconds > 0): how long a replica thread of the eager
+  path waits for the others at a collective before raising
+  ``DeadlineExceededError`` (default 300).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if raw.strip().lower() in _TRUE:
+        return True
+    if raw.strip().lower() in _FALSE:
+        return False
+    raise ValueError(
+        f"Environment variable {name}={raw!r} is not a boolean. "
+        f"Valid values: {', '.join(_TRUE + _FALSE[:-1])}."
+    )
+
+
+def _env_number(name: str, default: float | None, cast: type, minimum: float) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = cast(raw)
+    except ValueError:
+        raise ValueError(
+            f"Environment variable {name}={raw!r} must be a {cast.__name__} >= {minimum}."
+        ) from None
+    if value < minimum:
+        raise ValueError(f"Environment variable {name}={raw!r} must be >= {minimum}.")
+    return value
+
+
+_lock = threading.Lock()
+_run_eagerly: bool = _env_bool("TPS_RUN_EAGERLY", False)
+MAX_IN_FLIGHT: int | None = _env_number("TPS_MAX_IN_FLIGHT", None, int, 1)  # type: ignore[assignment]
+EAGER_TIMEOUT: float = _env_number("TPS_EAGER_TIMEOUT", 300.0, float, 0.001)  # type: ignore[assignment]
+
+
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """Runs replica functions eagerly, one Python thread per replica.
+
+    The eager path is for debugging (print, breakpoints, NumPy inside the
+    replica function); ``run`` also takes it by itself for ragged inputs.
+
+    Args:
+      run_eagerly: True to force the eager path for every ``strategy.run``.
+
+    Raises:
+      TypeError: if ``run_eagerly`` is not a bool.
+    """
+    global _run_eagerly
+    if not isinstance(run_eagerly, bool):
+        raise TypeError(
+            f"run_functions_eagerly(run_eagerly=...) expects a bool. Received: {run_eagerly!r}."
+        )
+    with _lock:
+        _run_eagerly = run_eagerly
+
+
+def functions_run_eagerly() -> bool:
+    """Returns whether ``run`` is forced onto the eager path."""
+    return _run_eagerly

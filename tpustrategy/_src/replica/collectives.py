@@ -1,0 +1,119 @@
+"""Collectives of the two execution paths.
+
+Compiled path: ``lax.psum`` over the mesh's replica axis. Replica functions are
+traced with JAX's classic (non-``shard_map``) axis environment, where the
+transpose of ``psum`` is ``psum``: the gradient of an all-reduce is the same
+all-reduce of the upstream gradients, as in TensorFlow.
+
+Eager path: one thread per replica exchanges *concrete* arrays at a
+rendezvous. A ``jax.custom_vjp`` makes the backward pass exchange the
+cotangents the same way, so ``jax.grad`` through an eager all-reduce agrees
+with the compiled path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+
+def default_float_dtype() -> Any:
+    return jnp.result_type(float)
+
+
+def as_reduce_dtype(x: Any, op: ReduceOp) -> Any:
+    """Integer and bool MEANs are taken in JAX's default float dtype (DESIGN §5)."""
+    x = jnp.asarray(x)
+    if op is ReduceOp.MEAN and not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(default_float_dtype())
+    return x
+
+
+def compiled_all_reduce(op: ReduceOp, x: Any, num_replicas: int) -> Any:
+    x = as_reduce_dtype(x, op)
+    total = jax.lax.psum(x, REPLICA_AXIS)
+    if op is ReduceOp.MEAN:
+        total = total / jnp.asarray(num_replicas, total.dtype)
+    return total
+
+
+def compiled_all_gather(x: Any, axis: int) -> Any:
+    x = jnp.asarray(x)
+    if x.ndim == 0:
+        raise ValueError(
+            "all_gather: `value` must have rank >= 1 to be concatenated along "
+            f"axis {axis}; received a scalar.\nFix: reshape it to [1] first."
+        )
+    return jax.lax.all_gather(x, REPLICA_AXIS, axis=_normalise_axis(axis, x.ndim), tiled=True)
+
+
+def _normalise_axis(axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise ValueError(
+            f"all_gather: `axis` must be an int in [{-ndim}, {ndim}) for a value of rank "
+            f"{ndim}. Received: axis={axis!r}."
+        )
+    return int(axis) % ndim
+
+
+# Eager path -------------------------------------------------------------------
+
+
+def _sum_on(device: Any, values: list[Any]) -> Any:
+    total = jax.device_put(values[0], device)
+    for v in values[1:]:
+        total = total + jax.device_put(v, device)
+    return total
+
+
+def eager_all_reduce(ctx: Any, op: ReduceOp, leaves: list[Any]) -> list[Any]:
+    """All-reduces ``leaves`` across the replica threads, differentiably."""
+    if not leaves:
+        return []
+    leaves = [as_reduce_dtype(jax.device_put(x, ctx._device), op) for x in leaves]
+    n = ctx.num_replicas_in_sync
+
+    def exchange(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+        everyone = ctx._rendezvous.exchange(ctx._local_id, "all_reduce", list(xs))
+        out = []
+        for k in range(len(xs)):
+            total = _sum_on(ctx._device, [vals[k] for vals in everyone])
+            if op is ReduceOp.MEAN:
+                total = total / jnp.asarray(n, total.dtype)
+            out.append(total)
+        return tuple(out)
+
+    @jax.custom_vjp
+    def reduce(*xs: Any) -> tuple[Any, ...]:
+        return exchange(xs)
+
+    def fwd(*xs: Any) -> tuple[tuple[Any, ...], None]:
+        return exchange(xs), None
+
+    def bwd(_: None, cts: tuple[Any, ...]) -> tuple[Any, ...]:
+        return exchange(tuple(cts))
+
+    reduce.defvjp(fwd, bwd)
+    return list(reduce(*leaves))
+
+
+def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:
+    leaves = [jnp.asarray(jax.device_put(x, ctx._device)) for x in leaves]
+    for x in leaves:
+        if x.ndim == 0:
+            raise ValueError(
+                "all_gather: `value` must have rank >= 1 to be concatenated along "
+                f"axis {axis}; received a scalar.\nFix: reshape it to [1] first."
+            )
+    everyone = ctx._rendezvous.exchange(ctx._local_id, "all_gather", leaves)
+    out = []
+    for k, x in enumerate(leaves):
+        parts = [jax.device_put(vals[k], ctx._device) for vals in everyone]
+        out.append(jnp.concatenate(parts, axis=_normalise_axis(axis, x.ndim)))
+    return out

@@ -1,0 +1,216 @@
+"""``Strategy``: the cross-replica API shared by every strategy.
+
+A strategy owns a 1-D ``jax.sharding.Mesh`` over its replicas' devices (axis
+``"replica"``). ``run`` compiles the replica function into one program over
+that mesh (or runs it eagerly, one thread per replica, for ragged inputs);
+``reduce`` and friends combine the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src import config
+from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
+from tpustrategy._src.strategy import context
+from tpustrategy._src.strategy.compiled_run import CompiledRunner, Ragged
+from tpustrategy._src.strategy.eager_run import run_eagerly
+from tpustrategy._src.strategy.reduce import reduce_value
+from tpustrategy._src.values import regroup
+from tpustrategy._src.values.distributed import DistributedValues, PerReplica
+
+_NO_AXIS = object()
+
+
+class ValueContext:
+    """What ``experimental_distribute_values_from_function`` passes to ``value_fn``."""
+
+    def __init__(self, replica_id_in_sync_group: int = 0, num_replicas_in_sync: int = 1):
+        self._replica_id = replica_id_in_sync_group
+        self._num_replicas = num_replicas_in_sync
+
+    @property
+    def replica_id_in_sync_group(self) -> int:
+        return self._replica_id
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return self._num_replicas
+
+    def __str__(self) -> str:
+        return (
+            f"tf.distribute.ValueContext(replica id {self._replica_id},  total replicas in "
+            f"sync: {self._num_replicas})"
+        )
+
+    __repr__ = __str__
+
+
+class Strategy:
+    """Base class of all strategies (``tf.distribute.Strategy``)."""
+
+    _is_default = False
+
+    def __init__(self, devices: Sequence[jax.Device], *, replica_offset: int = 0,
+                 local_devices: Sequence[jax.Device] | None = None):
+        from tpustrategy._src.devices.mesh import replica_mesh
+
+        self._devices = tuple(devices)
+        self._local_devices = tuple(local_devices if local_devices is not None else devices)
+        self._replica_offset = replica_offset
+        self._mesh = replica_mesh(self._devices)
+        self._runner = CompiledRunner(self)
+        self._scope_depth = 0
+
+    # Properties ----------------------------------------------------------------
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """Number of replicas over all hosts (a Python int)."""
+        return len(self._devices)
+
+    @property
+    def mesh(self) -> jax.sharding.Mesh:
+        """The ``jax.sharding.Mesh`` (axis ``"replica"``) the strategy runs on."""
+        return self._mesh
+
+    @property
+    def extended(self) -> Strategy:
+        return self
+
+    @property
+    def worker_devices(self) -> tuple[jax.Device, ...]:
+        """This host's replica devices, in replica order."""
+        return self._local_devices
+
+    # Scope ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[Strategy]:
+        """Makes this strategy current; variables created inside are mirrored.
+
+        Raises:
+          RuntimeError: inside a replica function, or while another strategy's
+            scope is active.
+        """
+        entry = context.current_entry()
+        if entry is not None:
+            if entry.replica_context is not None and not entry.replica_context._is_default:
+                raise RuntimeError(context.CROSS_REPLICA_ERROR)
+            if entry.strategy is not self and not entry.strategy._is_default:
+                raise context.mixing_error(entry.strategy, self)
+        with context.push(self, None, is_scope=True):
+            yield self
+
+    def _enter_for(self, api: str) -> contextlib.AbstractContextManager[Any]:
+        context.require_cross_replica_or_default(self, api)
+        entry = context.current_entry()
+        if entry is not None and entry.strategy is self:
+            return contextlib.nullcontext()
+        return context.push(self, None)
+
+    # run ------------------------------------------------------------------------
+    def run(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
+        """Runs ``fn`` on every replica, as one compiled program.
+
+        Args:
+          fn: the replica function.
+          args: a tuple or list; ``PerReplica`` leaves are split per replica,
+            other values are broadcast (each replica gets its own copy).
+          kwargs: a dict, treated like ``args``.
+          options: accepted for TensorFlow compatibility (``RunOptions``), ignored.
+
+        Returns:
+          The regrouped results: ``PerReplica`` for values that differ per
+          replica, ``Mirrored`` for values provably equal on every replica,
+          Python values unwrapped; with one replica, plain values.
+
+        Raises:
+          ValueError: if ``args`` is not a list or tuple.
+          RuntimeError: inside a replica function, or inside another strategy's scope.
+        """
+        if not isinstance(args, (tuple, list)):
+            raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
+        if kwargs is None:
+            kwargs = {}
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")
+        with self._enter_for("run"):
+            if config.functions_run_eagerly():
+                return run_eagerly(self, fn, tuple(args), kwargs)
+            try:
+                return self._runner.run(fn, args, kwargs)
+            except Ragged:
+                return run_eagerly(self, fn, tuple(args), kwargs)
+
+    experimental_run_v2 = run
+
+    # reduce ---------------------------------------------------------------------
+    def reduce(self, reduce_op: Any, value: Any, axis: Any = _NO_AXIS) -> Any:
+        """Reduces ``value`` across replicas (and along ``axis`` inside each replica).
+
+        Args:
+          reduce_op: ``ReduceOp.SUM``/``MEAN`` or a case-insensitive string.
+          value: a ``PerReplica``/``Mirrored``, a plain value, or (with
+            ``axis=None``) a nested structure of them.
+          axis: ``None`` to reduce across replicas only, or an int/tuple/list of
+            axes reduced inside each replica first. Required, as in TF2.
+
+        Returns:
+          The reduced value (a ``jax.Array``, or the same structure of them).
+        """
+        if axis is _NO_AXIS:
+            raise TypeError(
+                "StrategyBase.reduce() missing 1 required positional argument: 'axis'"
+            )
+        op = canonical_reduce_op(reduce_op)
+        with self._enter_for("reduce"):
+            n = self.num_replicas_in_sync
+            leaves, treedef = regroup.flatten(value)
+            reduced = [reduce_value(op, leaf, axis, n) for leaf in leaves]
+            return jax.tree_util.tree_unflatten(treedef, reduced)
+
+    # Values ------------------------------------------------------------------------
+    def experimental_local_results(self, value: Any) -> tuple[Any, ...]:
+        """The local replicas' components of ``value`` as a tuple."""
+        return regroup.local_results(value, len(self._local_devices))
+
+    def gather(self, value: Any, axis: int) -> Any:
+        """Concatenates the components of ``value`` along ``axis`` (cross-replica)."""
+        with self._enter_for("gather"):
+            def one(v: Any) -> Any:
+                parts = self.experimental_local_results(v) if isinstance(v, DistributedValues) else (v,) * self.num_replicas_in_sync
+                arrays = [np.asarray(p) for p in parts]
+                if arrays[0].ndim == 0:
+                    raise ValueError(
+                        "gather: per-replica values must have rank >= 1 to be concatenated "
+                        f"along axis {axis}; received scalars.\nFix: reshape them to [1]."
+                    )
+                import jax.numpy as jnp
+
+                return jnp.asarray(np.concatenate(arrays, axis=axis))
+
+            return jax.tree_util.tree_map(one, value, is_leaf=lambda x: isinstance(x, DistributedValues))
+
+    def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
+        """Calls ``value_fn(ValueContext(i, R))`` for each local replica; wraps results in PerReplica."""
+        n = self.num_replicas_in_sync
+        results = [
+            value_fn(ValueContext(self._replica_offset + i, n))
+            for i in range(len(self._local_devices))
+        ]
+        if len(results) == 1 and n == 1:
+            return results[0]
+        leaves0, treedef = jax.tree_util.tree_flatten(results[0])
+        columns = [jax.tree_util.tree_flatten(r)[0] for r in results]
+        grouped = [PerReplica([col[k] for col in columns]) for k in range(len(leaves0))]
+        return jax.tree_util.tree_unflatten(treedef, grouped)
+
+    def __repr__(self) -> str:
+        return object.__repr__(self)
+
+    def _reduce_op(self, op: Any) -> ReduceOp:
+        return canonical_reduce_op(op)

@@ -1,0 +1,221 @@
+"""The compiled path of ``strategy.run``: one XLA program for every replica.
+
+``fn`` is traced once per input signature with JAX's axis environment (the
+replica axis bound, no ``shard_map`` replication types), which gives
+TensorFlow's gradient semantics for free: broadcast inputs are each
+replica's own copy (``jax.grad`` gives per-replica gradients) and the
+transpose of an all-reduce is the same all-reduce. The traced jaxpr is then
+evaluated inside ``jax.jit(jax.shard_map(...))`` over the strategy's mesh.
+Because the jaxpr is known before ``shard_map`` is built, outputs that are
+provably equal on every replica leave the program replicated (``Mirrored``,
+no copy per replica to gather) and the rest stacked along the replica axis
+(``PerReplica``).
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.replica.context import CompiledReplicaContext
+from tpustrategy._src.strategy import context, dispatch, invariance
+from tpustrategy._src.values import regroup
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+STATIC, PER_REPLICA, BROADCAST = 0, 1, 2
+_CACHE_SIZE = 128
+
+
+class Ragged(Exception):
+    """Raised while classifying inputs: a PerReplica has components of different shapes."""
+
+
+@dataclass
+class _Program:
+    fn: Any
+    jitted: Any
+    out_treedef: Any
+    out_kinds: list[Any]  # per output leaf: ("static", obj) | ("varying",) | ("invariant",)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def _signature(x: Any) -> tuple[Any, ...]:
+    return (tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False)))
+
+
+class CompiledRunner:
+    """Per-strategy cache of compiled replica programs."""
+
+    def __init__(self, strategy: Any):
+        self._strategy = strategy
+        self._cache: collections.OrderedDict[Any, _Program] = collections.OrderedDict()
+        mesh = strategy._mesh
+        self._replicated = NamedSharding(mesh, P())
+        self._split = NamedSharding(mesh, P(REPLICA_AXIS))
+
+    # Inputs ----------------------------------------------------------------------
+    def _classify(self, leaves: list[Any]) -> tuple[list[int], list[Any], tuple[Any, ...]]:
+        kinds, dyn, key = [], [], []
+        n = self._strategy.num_replicas_in_sync
+        for leaf in leaves:
+            if isinstance(leaf, Mirrored):
+                value = leaf._primary()
+                kinds.append(BROADCAST)
+                dyn.append(value)
+                key.append((BROADCAST,) + _signature(np.asarray(value) if not _is_array(value) else value))
+            elif isinstance(leaf, DistributedValues):
+                if leaf._is_ragged():
+                    raise Ragged
+                stacked = self.stacked(leaf)
+                kinds.append(PER_REPLICA)
+                dyn.append(stacked)
+                key.append((PER_REPLICA,) + _signature(stacked))
+            elif isinstance(leaf, jax.core.Tracer) or _is_array(leaf):
+                kinds.append(BROADCAST)
+                dyn.append(leaf)
+                key.append((BROADCAST,) + _signature(leaf))
+            else:
+                kinds.append(STATIC)
+                try:
+                    hash(leaf)
+                    key.append((STATIC, type(leaf), leaf))
+                except TypeError:
+                    key.append((STATIC, type(leaf), id(leaf)))
+        del n
+        return kinds, dyn, tuple(key)
+
+    def stacked(self, value: DistributedValues) -> Any:
+        """The ``[R, ...]`` array of a distributed value, sharded over replicas."""
+        stacked = value._stacked
+        if stacked is not None:
+            if isinstance(stacked, jax.core.Tracer) or stacked.sharding == self._split:
+                return stacked
+        components = value.values
+        n = self._strategy.num_replicas_in_sync
+        if len(components) != n:
+            raise ValueError(
+                f"strategy.run: a {type(value).__name__} has {len(components)} components but "
+                f"the strategy has {n} replicas.\nFix: build per-replica values with "
+                "strategy.experimental_distribute_values_from_function."
+            )
+        if any(isinstance(c, jax.core.Tracer) for c in components):
+            import jax.numpy as jnp
+
+            return jnp.stack([jnp.asarray(c) for c in components])
+        host = np.stack([np.asarray(c) for c in components])
+        stacked = jax.device_put(host, self._split)
+        value._stacked = stacked
+        return stacked
+
+    # Tracing -------------------------------------------------------------------------
+    def _build(self, fn: Any, treedef: Any, leaves: list[Any], kinds: list[int], dyn: list[Any]) -> _Program:
+        strategy = self._strategy
+        n = strategy.num_replicas_in_sync
+        avals = []
+        for x, kind in zip(dyn, kinds_dynamic(kinds)):
+            shape = tuple(x.shape[1:]) if kind == PER_REPLICA else tuple(np.shape(x))
+            dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+            avals.append(jax.ShapeDtypeStruct(shape, jax.dtypes.canonicalize_dtype(dtype)))
+        statics_out: dict[str, Any] = {}
+
+        def body(*dyn_local: Any) -> list[Any]:
+            it = iter(dyn_local)
+            full = [next(it) if k != STATIC else leaf for leaf, k in zip(leaves, kinds)]
+            args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
+            ctx = CompiledReplicaContext(strategy)
+            with context.push(strategy, ctx):
+                out = fn(*args, **kwargs)
+            out_leaves, out_treedef = regroup.flatten(out)
+            dynamic, out_kinds = [], []
+            for leaf in out_leaves:
+                if isinstance(leaf, jax.core.Tracer):
+                    out_kinds.append(None)
+                    dynamic.append(leaf)
+                elif isinstance(leaf, DistributedValues) and leaf._traced is not None:
+                    out_kinds.append(None)
+                    dynamic.append(leaf._traced)
+                else:
+                    out_kinds.append(("static", leaf))
+            statics_out["treedef"] = out_treedef
+            statics_out["kinds"] = out_kinds
+            return dynamic
+
+        closed = jax.make_jaxpr(body, axis_env=[(REPLICA_AXIS, n)])(*avals)
+        in_varying = [k == PER_REPLICA for k in kinds_dynamic(kinds)]
+        out_varying = invariance.varying_outputs(closed.jaxpr, in_varying)
+        if n == 1:
+            out_varying = [False] * len(out_varying)
+        dyn_kinds = kinds_dynamic(kinds)
+
+        def program(*dyn_global: Any) -> tuple[Any, ...]:
+            local = [x.reshape(x.shape[1:]) if k == PER_REPLICA else x for x, k in zip(dyn_global, dyn_kinds)]
+            outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *local)
+            return tuple(o[None] if v else o for o, v in zip(outs, out_varying))
+
+        in_specs = tuple(P(REPLICA_AXIS) if k == PER_REPLICA else P() for k in dyn_kinds)
+        out_specs = tuple(P(REPLICA_AXIS) if v else P() for v in out_varying)
+        mapped = jax.shard_map(
+            program, mesh=strategy._mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+        )
+        jitted = jax.jit(mapped)
+        flags = iter(out_varying)
+        out_kinds = [
+            k if k is not None else (("varying",) if next(flags) else ("invariant",))
+            for k in statics_out["kinds"]
+        ]
+        return _Program(fn, jitted, statics_out["treedef"], out_kinds)
+
+    # Calling ---------------------------------------------------------------------------
+    def run(self, fn: Any, args: Any, kwargs: Any) -> Any:
+        leaves, treedef = regroup.flatten((tuple(args), dict(kwargs)))
+        kinds, dyn, sig = self._classify(leaves)
+        key = (id(fn), treedef, sig)
+        program = self._cache.get(key)
+        if program is None or program.fn is not fn:
+            program = self._build(fn, treedef, leaves, kinds, dyn)
+            self._cache[key] = program
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        outs = program.jitted(*self._place(dyn, kinds))
+        dispatch.track(outs)
+        return self._outputs(program, outs)
+
+    def _place(self, dyn: list[Any], kinds: list[int]) -> list[Any]:
+        placed = []
+        for x, kind in zip(dyn, kinds_dynamic(kinds)):
+            if kind == BROADCAST and not isinstance(x, jax.core.Tracer):
+                if not (isinstance(x, jax.Array) and x.sharding == self._replicated):
+                    x = jax.device_put(x, self._replicated)
+            placed.append(x)
+        return placed
+
+    def _outputs(self, program: _Program, outs: tuple[Any, ...]) -> Any:
+        n = self._strategy.num_replicas_in_sync
+        it = iter(outs)
+        leaves = []
+        for kind in program.out_kinds:
+            if kind[0] == "static":
+                leaves.append(kind[1])
+            elif n == 1:
+                leaves.append(next(it))
+            elif kind[0] == "varying":
+                leaves.append(PerReplica._from_stacked(next(it), n))
+            else:
+                leaves.append(Mirrored._from_replicated(next(it), n))
+        return jax.tree_util.tree_unflatten(program.out_treedef, leaves)
+
+
+def kinds_dynamic(kinds: list[int]) -> list[int]:
+    return [k for k in kinds if k != STATIC]

@@ -1,0 +1,61 @@
+"""Bounds the number of compiled programs in flight.
+
+On fake CPU devices, XLA's CPU collectives deadlock when dozens of programs
+with collectives are queued without waiting (measured: > ~32 in flight locks
+up the runtime). After each dispatch we keep one output of the program; when
+more than ``TPS_MAX_IN_FLIGHT`` are outstanding we wait on the oldest. Waiting
+on an old program costs nothing when it already finished, so on fast devices
+the bound is free.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any
+
+import jax
+
+from tpustrategy._src import config
+
+_lock = threading.Lock()
+_pending: collections.deque[Any] = collections.deque()
+_limit: int | None = None
+
+
+def _max_in_flight() -> int:
+    global _limit
+    if _limit is None:
+        if config.MAX_IN_FLIGHT is not None:
+            _limit = int(config.MAX_IN_FLIGHT)
+        else:
+            _limit = 4 if jax.default_backend() == "cpu" else 32
+    return _limit
+
+
+def track(outputs: Any) -> None:
+    """Records one dispatched program (by any one of its array outputs)."""
+    token = None
+    for leaf in jax.tree_util.tree_leaves(outputs):
+        if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer):
+            token = leaf
+            break
+    if token is None:
+        return
+    limit = _max_in_flight()
+    oldest = []
+    with _lock:
+        _pending.append(token)
+        while len(_pending) > limit:
+            oldest.append(_pending.popleft())
+    for arr in oldest:
+        arr.block_until_ready()
+
+
+def drain() -> None:
+    """Waits for every tracked program."""
+    with _lock:
+        pending = list(_pending)
+        _pending.clear()
+    for arr in pending:
+        arr.block_until_ready()

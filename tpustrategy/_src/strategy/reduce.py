@@ -1,0 +1,152 @@
+"""``strategy.reduce``: combine a distributed value across replicas (cross-replica).
+
+``axis=None`` reduces element-wise across replicas (shapes must match).
+``axis=k`` (int, tuple or list) first reduces inside each replica, then across
+replicas; MEAN divides by the true number of elements, so ragged per-replica
+batches (and empty pieces) are weighted by their examples, as in TensorFlow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.replica.collectives import default_float_dtype
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+
+def _canonical_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        axes: tuple[Any, ...] = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {type(axis)}")
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {type(a)}")
+        if not -ndim <= a < ndim:
+            raise ValueError(
+                f"strategy.reduce: Invalid reduction dimension {a} for input with {ndim} "
+                f"dimensions. Received: axis={axis!r}; the per-replica values have rank {ndim}."
+            )
+        out.append(int(a) % ndim)
+    return tuple(sorted(set(out)))
+
+
+def _mean_dtype(dtype: Any) -> Any:
+    return dtype if jnp.issubdtype(dtype, jnp.inexact) else default_float_dtype()
+
+
+def reduce_value(op: ReduceOp, value: Any, axis: Any, num_replicas: int) -> Any:
+    """Reduces one leaf (distributed or not)."""
+    if isinstance(value, DistributedValues) and value._traced is not None:
+        return _reduce_traced(op, value._traced, axis, num_replicas)
+    if isinstance(value, Mirrored):
+        return _reduce_plain(op, value._primary(), axis, num_replicas)
+    if isinstance(value, DistributedValues):
+        return _reduce_per_replica(op, value, axis, num_replicas)
+    if getattr(value, "_tps_distributed_variable", False):
+        return _reduce_plain(op, value.read_value(), axis, num_replicas)
+    return _reduce_plain(op, value, axis, num_replicas)
+
+
+def _reduce_plain(op: ReduceOp, value: Any, axis: Any, n: int) -> Any:
+    """A value that is the same on every replica (plain or Mirrored): R copies of it."""
+    x = jnp.asarray(value)
+    if axis is None:
+        if op is ReduceOp.MEAN:
+            return x.astype(_mean_dtype(x.dtype))
+        return x * n if n != 1 else x
+    axes = _canonical_axes(axis, x.ndim)
+    if op is ReduceOp.SUM:
+        total = jnp.sum(x, axis=axes)
+        return total * n if n != 1 else total
+    return jnp.mean(x.astype(_mean_dtype(x.dtype)), axis=axes)
+
+
+def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: int) -> Any:
+    if value._stacked is not None:
+        stacked = value._stacked
+        if axis is None:
+            if op is ReduceOp.SUM:
+                return jnp.sum(stacked, axis=0)
+            x = stacked.astype(_mean_dtype(stacked.dtype))
+            return jnp.sum(x, axis=0) / jnp.asarray(stacked.shape[0], x.dtype)
+        axes = _canonical_axes(axis, stacked.ndim - 1)
+        shifted = (0,) + tuple(a + 1 for a in axes)
+        if op is ReduceOp.SUM:
+            return jnp.sum(stacked, axis=shifted)
+        x = stacked.astype(_mean_dtype(stacked.dtype))
+        count = stacked.shape[0] * int(np.prod([stacked.shape[a] for a in shifted[1:]]))
+        return jnp.sum(x, axis=shifted) / jnp.asarray(count, x.dtype)
+    components = [jnp.asarray(c) for c in value.values]
+    device = _first_device(components)
+    components = [jax.device_put(c, device) for c in components]
+    if axis is None:
+        shapes = [tuple(c.shape) for c in components]
+        if len(set(shapes)) > 1:
+            listed = ", ".join(f"replica {i}: {list(s)}" for i, s in enumerate(shapes))
+            raise ValueError(
+                "strategy.reduce(axis=None) reduces element-wise across replicas, so every "
+                f"replica's value must have the same shape. Received shapes {listed}.\n"
+                "Fix: pass axis=0 (or the batch axis) to reduce inside each replica first; "
+                "MEAN then divides by the true number of elements."
+            )
+        total = components[0]
+        if op is ReduceOp.MEAN:
+            total = total.astype(_mean_dtype(total.dtype))
+        for c in components[1:]:
+            total = total + c.astype(total.dtype)
+        if op is ReduceOp.MEAN:
+            total = total / jnp.asarray(len(components), total.dtype)
+        return total
+    ndims = {c.ndim for c in components}
+    if len(ndims) > 1:
+        raise ValueError(
+            f"strategy.reduce: per-replica values have different ranks {sorted(ndims)}; "
+            "they must differ only in size."
+        )
+    axes = _canonical_axes(axis, components[0].ndim)
+    sums = [jnp.sum(c, axis=axes) for c in components]
+    total = sums[0]
+    for s in sums[1:]:
+        total = total + s
+    if op is ReduceOp.SUM:
+        return total
+    count = sum(int(np.prod([c.shape[a] for a in axes])) for c in components)
+    total = total.astype(_mean_dtype(total.dtype))
+    return total / jnp.asarray(count, total.dtype)
+
+
+def _reduce_traced(op: ReduceOp, x: Any, axis: Any, n: int) -> Any:
+    """Inside a compiled replica trace (``merge_fn``): collectives over the replica axis."""
+    x = jnp.asarray(x)
+    if axis is None:
+        if op is ReduceOp.MEAN:
+            x = x.astype(_mean_dtype(x.dtype))
+            return jax.lax.psum(x, REPLICA_AXIS) / jnp.asarray(n, x.dtype)
+        return jax.lax.psum(x, REPLICA_AXIS)
+    axes = _canonical_axes(axis, x.ndim)
+    total = jax.lax.psum(jnp.sum(x, axis=axes), REPLICA_AXIS)
+    if op is ReduceOp.SUM:
+        return total
+    count = jax.lax.psum(int(np.prod([x.shape[a] for a in axes])), REPLICA_AXIS)
+    total = total.astype(_mean_dtype(total.dtype))
+    return total / jnp.asarray(count, total.dtype)
+
+
+def _first_device(components: list[Any]) -> Any:
+    for c in components:
+        devices = getattr(c, "devices", None)
+        if devices is not None:
+            ds = c.devices()
+            if len(ds) == 1:
+                return next(iter(ds))
+    return jax.devices()[0]

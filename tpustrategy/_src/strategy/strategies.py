@@ -1,0 +1,112 @@
+"""The concrete strategies: Mirrored, TPU, OneDevice and MultiWorkerMirrored."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+
+from tpustrategy._src.devices.mesh import resolve_device, resolve_devices
+from tpustrategy._src.strategy.base import Strategy
+
+logger = logging.getLogger("tpustrategy")
+_logged_no_tpu = False
+
+
+class MirroredStrategy(Strategy):
+    """Synchronous data parallelism over the devices of this host.
+
+    Args:
+      devices: ``jax.Device`` objects or TF-style strings (``"/cpu:0"``,
+        ``"/gpu:1"``); default: every local device of JAX's default backend.
+      cross_device_ops: accepted for TensorFlow compatibility; XLA picks the
+        all-reduce algorithm.
+    """
+
+    def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
+        super().__init__(resolve_devices(devices, "MirroredStrategy"))
+
+
+class OneDeviceStrategy(Strategy):
+    """Runs everything on one device (one replica)."""
+
+    def __init__(self, device: Any):
+        super().__init__((resolve_device(device, "OneDeviceStrategy"),))
+
+
+class TPUStrategy(Strategy):
+    """Synchronous data parallelism over every TPU core of the job.
+
+    Without TPUs it runs over the default backend's devices (GPU or CPU) and
+    logs that once.
+
+    Args:
+      tpu_cluster_resolver: a ``TPUClusterResolver`` (optional; JAX finds the
+        TPU cores of a Cloud TPU VM itself).
+      device_assignment: an optional ``DeviceAssignment``; its replicas'
+        logical-core-0 devices become the replicas.
+    """
+
+    def __init__(self, tpu_cluster_resolver: Any = None, device_assignment: Any = None,
+                 experimental_device_assignment: Any = None):
+        global _logged_no_tpu
+        self._tpu_cluster_resolver = tpu_cluster_resolver
+        assignment = device_assignment if device_assignment is not None else experimental_device_assignment
+        try:
+            devices = jax.devices("tpu")
+        except RuntimeError:
+            devices = []
+        if not devices:
+            devices = jax.devices()
+            if not _logged_no_tpu:
+                _logged_no_tpu = True
+                logger.warning(
+                    "TPUStrategy: no TPU found; running over %d %s device(s) of JAX's default "
+                    "backend instead.", len(devices), devices[0].platform.upper()
+                )
+        if assignment is not None:
+            devices = _devices_of_assignment(assignment, devices)
+        process = jax.process_index()
+        local = [d for d in devices if d.process_index == process]
+        offset = next(i for i, d in enumerate(devices) if d.process_index == process)
+        super().__init__(devices, replica_offset=offset, local_devices=local)
+        self._device_assignment = assignment
+
+
+class MultiWorkerMirroredStrategy(Strategy):
+    """Synchronous data parallelism over every device of every process of the job.
+
+    Call ``tps.initialize()`` (or ``jax.distributed.initialize``) first on
+    each process; with one process it behaves like ``MirroredStrategy``.
+    """
+
+    def __init__(self, cluster_resolver: Any = None, communication_options: Any = None):
+        devices = jax.devices()
+        process = jax.process_index()
+        local = [d for d in devices if d.process_index == process]
+        offset = next(i for i, d in enumerate(devices) if d.process_index == process)
+        super().__init__(devices, replica_offset=offset, local_devices=local)
+        self._cluster_resolver = cluster_resolver
+
+
+def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[Any]:
+    num_replicas = getattr(assignment, "num_replicas", None)
+    if not isinstance(num_replicas, int) or num_replicas < 1:
+        raise TypeError(
+            "TPUStrategy: `device_assignment` must be a tps.tpu.DeviceAssignment (with a "
+            f"positive num_replicas). Received: {assignment!r}."
+        )
+    cores = getattr(assignment, "num_cores_per_replica", 1)
+    lookup = getattr(assignment, "tpu_ordinal", None)
+    if lookup is not None and cores >= 1:
+        picked = [devices[lookup(r, 0) % len(devices)] for r in range(num_replicas)]
+    else:
+        picked = devices[:num_replicas]
+    if len(picked) != num_replicas or len(set(picked)) != num_replicas:
+        raise ValueError(
+            f"TPUStrategy: the device assignment asks for {num_replicas} replicas but only "
+            f"{len(devices)} devices are available."
+        )
+    return picked
