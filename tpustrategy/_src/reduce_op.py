@@ -35,7 +35,8 @@ def canonical_reduce_op(reduce_op: object) -> ReduceOp:
         return reduce_op
     if isinstance(reduce_op, str) and reduce_op.upper() in ("SUM", "MEAN"):
         return ReduceOp(reduce_op.upper())
+    shown = repr(reduce_op.upper()) if isinstance(reduce_op, str) else repr(reduce_op)
     raise ValueError(
-        f"{reduce_op!r} is not a valid ReduceOp. Valid ops: ReduceOp.SUM, ReduceOp.MEAN "
+        f"{shown} is not a valid ReduceOp. Valid ops: ReduceOp.SUM, ReduceOp.MEAN "
         "(or the strings 'sum'/'mean', any case)."
     )
