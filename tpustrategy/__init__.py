@@ -6,6 +6,7 @@
 
 from tpustrategy import config as config
 from tpustrategy import errors as errors
+from tpustrategy._src.function import function as function
 from tpustrategy._src.reduce_op import ReduceOp as ReduceOp
 from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
 from tpustrategy._src.strategy.base import Strategy as Strategy
@@ -23,5 +24,8 @@ from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
 from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
 from tpustrategy._src.values.distributed import Mirrored as Mirrored
 from tpustrategy._src.values.distributed import PerReplica as PerReplica
+from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
+from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
+from tpustrategy._src.variables.variable import Variable as Variable
 
 __version__ = "0.1.0"

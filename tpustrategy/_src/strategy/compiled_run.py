@@ -28,6 +28,7 @@ from tpustrategy._src.strategy import context, dispatch, invariance
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import frames, updates
 
 STATIC, PER_REPLICA, BROADCAST = 0, 1, 2
 _CACHE_SIZE = 128
@@ -43,6 +44,8 @@ class _Program:
     jitted: Any
     out_treedef: Any
     out_kinds: list[Any]  # per output leaf: ("static", obj) | ("varying",) | ("invariant",)
+    variables: list[Any]  # read (inputs after the arguments)
+    written: list[Any]  # written (outputs after the results)
 
 
 def _is_array(x: Any) -> bool:
@@ -59,6 +62,8 @@ class CompiledRunner:
     def __init__(self, strategy: Any):
         self._strategy = strategy
         self._cache: collections.OrderedDict[Any, _Program] = collections.OrderedDict()
+        self._known_vars: dict[int, list[Any]] = {}
+        self._created: dict[int, list[Any]] = {}
         mesh = strategy._mesh
         self._replicated = NamedSharding(mesh, P())
         self._split = NamedSharding(mesh, P(REPLICA_AXIS))
@@ -119,21 +124,39 @@ class CompiledRunner:
 
     # Tracing -------------------------------------------------------------------------
     def _build(self, fn: Any, treedef: Any, leaves: list[Any], kinds: list[int], dyn: list[Any]) -> _Program:
+        created = self._created.setdefault(id(fn), [])
+        known = list(self._known_vars.get(id(fn), []))
+        for _ in range(8):
+            program, missing = self._trace(fn, treedef, leaves, kinds, dyn, known, created)
+            if not missing:
+                self._known_vars[id(fn)] = known
+                return program
+            known += [v for v in missing if v not in known]
+        raise RuntimeError(  # pragma: no cover - a function whose variable set never settles
+            f"strategy.run: {getattr(fn, '__name__', fn)!r} kept reading new variables on every trace."
+        )
+
+    def _trace(self, fn: Any, treedef: Any, leaves: list[Any], kinds: list[int], dyn: list[Any],
+               variables: list[Any], created: list[Any]) -> tuple[_Program | None, list[Any]]:
         strategy = self._strategy
         n = strategy.num_replicas_in_sync
+        dyn_kinds = kinds_dynamic(kinds)
         avals = []
-        for x, kind in zip(dyn, kinds_dynamic(kinds)):
+        for x, kind in zip(dyn, dyn_kinds):
             shape = tuple(x.shape[1:]) if kind == PER_REPLICA else tuple(np.shape(x))
             dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
             avals.append(jax.ShapeDtypeStruct(shape, jax.dtypes.canonicalize_dtype(dtype)))
-        statics_out: dict[str, Any] = {}
+        var_avals = [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in variables]
+        cell: dict[str, Any] = {}
 
-        def body(*dyn_local: Any) -> list[Any]:
+        def body(*flat_local: Any) -> list[Any]:
+            dyn_local, var_local = flat_local[: len(avals)], flat_local[len(avals):]
             it = iter(dyn_local)
             full = [next(it) if k != STATIC else leaf for leaf, k in zip(leaves, kinds)]
             args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
             ctx = CompiledReplicaContext(strategy)
-            with context.push(strategy, ctx):
+            frame = frames.Frame("replica", dict(zip(variables, var_local)), created, strategy)
+            with context.push(strategy, ctx), frames.active(frame):
                 out = fn(*args, **kwargs)
             out_leaves, out_treedef = regroup.flatten(out)
             dynamic, out_kinds = [], []
@@ -146,34 +169,44 @@ class CompiledRunner:
                     dynamic.append(leaf._traced)
                 else:
                     out_kinds.append(("static", leaf))
-            statics_out["treedef"] = out_treedef
-            statics_out["kinds"] = out_kinds
-            return dynamic
+            cell.update(treedef=out_treedef, kinds=out_kinds, frame=frame, n_out=len(dynamic))
+            written = [v for v in frame.written if v in variables]
+            cell["written"] = written
+            return dynamic + [frame.current(v) for v in written]
 
-        closed = jax.make_jaxpr(body, axis_env=[(REPLICA_AXIS, n)])(*avals)
-        in_varying = [k == PER_REPLICA for k in kinds_dynamic(kinds)]
+        closed = jax.make_jaxpr(body, axis_env=[(REPLICA_AXIS, n)])(*avals, *var_avals)
+        frame = cell["frame"]
+        if frame.missing:
+            return None, frame.missing
+        written = cell["written"]
+        var_varying = [v._kind == "sync_on_read" for v in variables]
+        in_varying = [k == PER_REPLICA for k in dyn_kinds] + var_varying
         out_varying = invariance.varying_outputs(closed.jaxpr, in_varying)
+        n_out = cell["n_out"]
+        for var, varying in zip(written, out_varying[n_out:]):
+            if var._kind != "sync_on_read" and varying and n > 1:
+                raise updates.none_aggregation_error(var)
         if n == 1:
             out_varying = [False] * len(out_varying)
-        dyn_kinds = kinds_dynamic(kinds)
+        out_varying = out_varying[:n_out] + [v._kind == "sync_on_read" and n > 1 for v in written]
+        in_split = [k == PER_REPLICA for k in dyn_kinds] + [v._kind == "sync_on_read" for v in variables]
 
-        def program(*dyn_global: Any) -> tuple[Any, ...]:
-            local = [x.reshape(x.shape[1:]) if k == PER_REPLICA else x for x, k in zip(dyn_global, dyn_kinds)]
+        def program(*flat_global: Any) -> tuple[Any, ...]:
+            local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
             outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *local)
             return tuple(o[None] if v else o for o, v in zip(outs, out_varying))
 
-        in_specs = tuple(P(REPLICA_AXIS) if k == PER_REPLICA else P() for k in dyn_kinds)
+        in_specs = tuple(P(REPLICA_AXIS) if split else P() for split in in_split)
         out_specs = tuple(P(REPLICA_AXIS) if v else P() for v in out_varying)
         mapped = jax.shard_map(
             program, mesh=strategy._mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
         )
-        jitted = jax.jit(mapped)
         flags = iter(out_varying)
         out_kinds = [
             k if k is not None else (("varying",) if next(flags) else ("invariant",))
-            for k in statics_out["kinds"]
+            for k in cell["kinds"]
         ]
-        return _Program(fn, jitted, statics_out["treedef"], out_kinds)
+        return _Program(fn, jax.jit(mapped), cell["treedef"], out_kinds, variables, written), []
 
     # Calling ---------------------------------------------------------------------------
     def run(self, fn: Any, args: Any, kwargs: Any) -> Any:
@@ -188,9 +221,24 @@ class CompiledRunner:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(key)
-        outs = program.jitted(*self._place(dyn, kinds))
+        var_inputs = [self._place_variable(v) for v in program.variables]
+        outs = program.jitted(*self._place(dyn, kinds), *var_inputs)
         dispatch.track(outs)
+        n_written = len(program.written)
+        if n_written:
+            for var, new in zip(program.written, outs[len(outs) - n_written:]):
+                frames.set_global_value(var, new)
+            outs = outs[: len(outs) - n_written]
         return self._outputs(program, outs)
+
+    def _place_variable(self, var: Any) -> Any:
+        value = frames.global_value(var)
+        if isinstance(value, jax.core.Tracer):
+            return value
+        target = self._split if var._kind == "sync_on_read" else self._replicated
+        if value.sharding != target:
+            value = jax.device_put(value, target)
+        return value
 
     def _place(self, dyn: list[Any], kinds: list[int]) -> list[Any]:
         placed = []

@@ -1,0 +1,58 @@
+"""``VariableSynchronization`` and ``VariableAggregation`` (TensorFlow's enums)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable is synchronised: on write (mirrored) or on read."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+    def __repr__(self) -> str:
+        return f"VariableSynchronization.{self.name}"
+
+    __str__ = __repr__
+
+
+class VariableAggregation(enum.Enum):
+    """How per-replica updates of a distributed variable are combined."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+
+    def __repr__(self) -> str:
+        return f"VariableAggregation.{self.name}"
+
+    __str__ = __repr__
+
+
+def canonical_synchronization(value: Any, name: str) -> VariableSynchronization:
+    if isinstance(value, VariableSynchronization):
+        return value
+    if isinstance(value, str) and value.upper() in VariableSynchronization.__members__:
+        return VariableSynchronization[value.upper()]
+    raise ValueError(
+        f"Variable {name!r}: invalid `synchronization` {value!r}. Valid values: "
+        f"{', '.join('VariableSynchronization.' + m for m in VariableSynchronization.__members__)}."
+    )
+
+
+def canonical_aggregation(value: Any, name: str) -> VariableAggregation:
+    if isinstance(value, VariableAggregation):
+        return value
+    if value is None:
+        return VariableAggregation.NONE
+    if isinstance(value, str) and value.upper() in VariableAggregation.__members__:
+        return VariableAggregation[value.upper()]
+    raise ValueError(
+        f"Invalid variable aggregation mode: {value!r} for variable: {name}. Valid values: "
+        f"{', '.join('VariableAggregation.' + m for m in VariableAggregation.__members__)}."
+    )

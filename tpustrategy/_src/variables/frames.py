@@ -1,0 +1,134 @@
+"""Trace frames: how variables are functionalised inside compiled programs.
+
+While ``strategy.run`` (replica level) or ``tps.function`` (cross-replica
+level) traces a function, a frame is active on the thread. Reading a variable
+returns the frame's current traced value of it; writing records the new traced
+value. The program takes every variable it reads as an input and returns every
+variable it wrote; after it runs the new values are written back, so a Python
+loop of steps mutates variables like TensorFlow eager code.
+
+A variable first met during a trace is not an input yet: the frame records it
+as *missing* and hands out a placeholder; the caller then traces again with it
+as an input (as ``tf.function`` traces twice when it meets new variables).
+Variables created during a trace are kept by the builder and handed back on
+the next trace, so a retrace does not create them twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import jax.numpy as jnp
+
+
+class Frame:
+    """One trace in progress.
+
+    Args:
+      level: ``"replica"`` for a replica function, ``"cross"`` for ``tps.function``.
+      inputs: variable -> traced value at the start of the trace (local view
+        for the replica level, global for the cross-replica level).
+      created: variables created by earlier traces of the same function, reused in order.
+    """
+
+    def __init__(self, level: str, inputs: dict[Any, Any], created: list[Any], strategy: Any = None):
+        self.level = level
+        self.strategy = strategy
+        self._current: dict[Any, Any] = dict(inputs)
+        self.inputs = list(inputs)
+        self.missing: list[Any] = []
+        self.written: list[Any] = []
+        self.created = created
+        self._created_index = 0
+        self.pulls: list[Any] = []
+
+    def has(self, var: Any) -> bool:
+        return var in self._current
+
+    def read(self, var: Any, placeholder_shape: tuple[int, ...]) -> Any:
+        if var in self._current:
+            return self._current[var]
+        if var not in self.missing:
+            self.missing.append(var)
+        return jnp.zeros(placeholder_shape, var.dtype)
+
+    def write(self, var: Any, value: Any) -> None:
+        if var not in self._current and var not in self.missing:
+            self.missing.append(var)
+        self._current[var] = value
+        if var not in self.written:
+            self.written.append(var)
+
+    def current(self, var: Any) -> Any:
+        return self._current[var]
+
+    def next_created(self) -> Any:
+        if self._created_index < len(self.created):
+            var = self.created[self._created_index]
+            self._created_index += 1
+            return var
+        return None
+
+    def register_created(self, var: Any) -> None:
+        self.created.append(var)
+        self._created_index = len(self.created)
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+
+
+_stack = _Stack()
+
+
+def current() -> Frame | None:
+    return _stack.frames[-1] if _stack.frames else None
+
+
+def parent_of(frame: Frame) -> Frame | None:
+    frames = _stack.frames
+    i = frames.index(frame)
+    return frames[i - 1] if i > 0 else None
+
+
+class active:
+    """Context manager that pushes a frame."""
+
+    def __init__(self, frame: Frame):
+        self._frame = frame
+
+    def __enter__(self) -> Frame:
+        _stack.frames.append(self._frame)
+        return self._frame
+
+    def __exit__(self, *exc: Any) -> None:
+        _stack.frames.pop()
+
+
+class suspended:
+    """Temporarily hides every frame (e.g. while a nested program is built)."""
+
+    def __enter__(self) -> None:
+        self._saved = _stack.frames
+        _stack.frames = []
+
+    def __exit__(self, *exc: Any) -> None:
+        _stack.frames = self._saved
+
+
+def global_value(var: Any) -> Any:
+    """The variable's current global value: traced in a cross-replica frame, else concrete."""
+    for frame in reversed(_stack.frames):
+        if frame.level == "cross":
+            return frame.read(var, var._global_shape())
+    return var._value
+
+
+def set_global_value(var: Any, value: Any) -> None:
+    for frame in reversed(_stack.frames):
+        if frame.level == "cross":
+            frame.write(var, value)
+            return
+    var._value = value

@@ -1,0 +1,233 @@
+"""Reads and writes of variables in every context, with TensorFlow's aggregation rules.
+
+Replica context, mirrored variable: the per-replica values are aggregated
+(SUM, MEAN, ONLY_FIRST_REPLICA) and the same result is applied to every copy;
+NONE is allowed only for a value that is equal on every replica (DESIGN §5).
+Sync-on-read variables touch only the local component in replica context and
+aggregate on read in cross-replica context. Cross-replica writes apply the
+value as is (sync-on-read SUM ``assign`` writes v/R). A plain variable (made
+outside any scope) used in ``run`` gets every replica's update in turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.strategy import context
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import frames
+from tpustrategy._src.variables.enums import VariableAggregation
+
+MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
+
+
+def _replica_context() -> Any:
+    entry = context.current_entry()
+    if entry is None or entry.replica_context is None or entry.replica_context._is_default:
+        return None
+    return entry.replica_context
+
+
+def _check_strategy(var: Any) -> None:
+    entry = context.current_entry()
+    if var._strategy is None or entry is None or entry.strategy._is_default:
+        return
+    if entry.strategy is not var._strategy:
+        raise context.mixing_error(entry.strategy, var._strategy)
+
+
+def aggregate_read(var: Any, stacked: Any) -> Any:
+    agg = var._aggregation
+    if agg is VariableAggregation.SUM:
+        return jnp.sum(stacked, axis=0)
+    if agg is VariableAggregation.MEAN:
+        return jnp.mean(stacked, axis=0)
+    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        return stacked[0]
+    raise ValueError(
+        f"Could not convert from `tf.VariableAggregation` {agg} to`tf.distribute.ReduceOp` type "
+        f"(reading sync-on-read variable {var.name!r} in cross-replica context needs an "
+        "aggregation: create it with aggregation=SUM, MEAN or ONLY_FIRST_REPLICA)."
+    )
+
+
+def read(var: Any) -> Any:
+    frame = frames.current()
+    if frame is not None:
+        if frame.level == "replica":
+            _check_strategy(var)
+            return frame.read(var, var._shape)
+        value = frame.read(var, var._global_shape())
+        return aggregate_read(var, value) if var._kind == SYNC_ON_READ else value
+    ctx = _replica_context()
+    if ctx is not None and var._kind != PLAIN and hasattr(ctx, "_rendezvous"):
+        _check_strategy(var)
+        return var._local_components()[ctx._local_id]
+    if var._kind == SYNC_ON_READ:
+        return aggregate_read(var, var._value)
+    return var._value
+
+
+def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
+    value = jnp.asarray(value)
+    if method == "assign":
+        new = jnp.broadcast_to(value.astype(var.dtype), current.shape)
+    elif method == "assign_add":
+        new = current + value.astype(var.dtype)
+    else:
+        new = current - value.astype(var.dtype)
+    if new.shape != current.shape:
+        raise ValueError(
+            f"Variable.{method}: {var.name!r} has shape {tuple(current.shape)} but the value has "
+            f"shape {tuple(value.shape)}, which does not broadcast to it."
+        )
+    return new.astype(var.dtype)
+
+
+def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
+    if isinstance(value, DistributedValues):
+        if isinstance(value, Mirrored):
+            return value._primary()
+        if in_replica:
+            raise TypeError("Cannot use DistributedValues to update variables in replica context.")
+        return value
+    if hasattr(value, "_tps_distributed_variable") and hasattr(value, "read_value"):
+        return value.read_value()
+    return value
+
+
+def write(var: Any, method: str, value: Any, read_value: bool) -> None:
+    frame = frames.current()
+    ctx = _replica_context()
+    _check_strategy(var)
+    value = _plain_value(var, value, in_replica=ctx is not None)
+    if frame is not None and frame.level == "replica":
+        frame.write(var, _compiled_replica_update(var, method, value, frame, ctx))
+    elif ctx is not None and hasattr(ctx, "_rendezvous"):
+        _eager_replica_update(var, method, value, ctx)
+    else:
+        _cross_replica_update(var, method, value)
+
+
+def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx: Any) -> Any:
+    current = frame.read(var, var._shape)
+    v = jnp.asarray(value)
+    if var._kind == SYNC_ON_READ:
+        return _combine(var, method, current, v)
+    if var._kind == PLAIN:
+        # Every replica's update is applied in turn: deltas add up, the last assign wins.
+        if method == "assign":
+            return _combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
+        return _combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
+    v = _aggregate_compiled(var, v, ctx)
+    new = _combine(var, method, current, v)
+    if var._aggregation is VariableAggregation.NONE:
+        frame.none_updates = getattr(frame, "none_updates", []) + [var]
+    return new
+
+
+def _aggregate_compiled(var: Any, v: Any, ctx: Any) -> Any:
+    agg = var._aggregation
+    n = ctx.num_replicas_in_sync
+    if agg is VariableAggregation.SUM:
+        return jax.lax.psum(v, REPLICA_AXIS)
+    if agg is VariableAggregation.MEAN:
+        v = v.astype(var.dtype)
+        return jax.lax.psum(v, REPLICA_AXIS) / jnp.asarray(n, v.dtype)
+    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        return jax.lax.all_gather(v, REPLICA_AXIS)[0]
+    return v
+
+
+def none_aggregation_error(var: Any) -> ValueError:
+    return ValueError(
+        f"You must specify an aggregation method to update a MirroredVariable in Replica "
+        f"Context: {var.name!r} has aggregation=NONE and was updated in a replica function with "
+        "a value that differs across replicas, which would make its copies diverge.\nFix: pass "
+        "aggregation=tps.VariableAggregation.SUM, MEAN or ONLY_FIRST_REPLICA to tps.Variable(...), "
+        "or all_reduce the value before assigning it."
+    )
+
+
+def _eager_replica_update(var: Any, method: str, value: Any, ctx: Any) -> None:
+    device = ctx._device
+    v = jax.device_put(jnp.asarray(value), device)
+    everyone = ctx._rendezvous.exchange(ctx._local_id, f"{method}:{var.name}", v)
+    error = None
+    if ctx._local_id == 0:
+        try:
+            _apply_eager(var, method, [np.asarray(x) for x in everyone])
+        except BaseException as e:  # handed to every replica thread
+            error = e
+    outcome = ctx._rendezvous.exchange(ctx._local_id, f"{method}-done:{var.name}", error)
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
+    n = len(values)
+    if var._kind == SYNC_ON_READ:
+        comps = [np.asarray(c) for c in var._local_components()]
+        new = np.stack([np.asarray(_combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
+        var._value = jax.device_put(new, var._value.sharding)
+        return
+    current = jnp.asarray(np.asarray(var._local_components()[0]))
+    if var._kind == PLAIN:
+        new = current
+        for v in values:
+            new = _combine(var, method, new, v)
+        var._value = jax.device_put(new, var._value.sharding)
+        return
+    agg = var._aggregation
+    if agg is VariableAggregation.SUM:
+        v = sum(values[1:], values[0])
+    elif agg is VariableAggregation.MEAN:
+        v = sum(v.astype(var.dtype) for v in values) / n
+    elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        v = values[0]
+    else:
+        if not all(np.array_equal(values[0], x) for x in values[1:]):
+            raise none_aggregation_error(var)
+        v = values[0]
+    new = _combine(var, method, current, v)
+    var._value = jax.device_put(new, var._value.sharding)
+
+
+def _cross_replica_update(var: Any, method: str, value: Any) -> None:
+    current = frames.global_value(var)
+    if var._kind == SYNC_ON_READ:
+        n = var._strategy.num_replicas_in_sync
+        if isinstance(value, DistributedValues):
+            stacked = jnp.stack([jnp.asarray(x, var.dtype) for x in value.values])
+            new = _combine(var, method, current, stacked)
+        else:
+            v = jnp.asarray(value)
+            if var._aggregation is VariableAggregation.SUM:
+                if method != "assign":
+                    raise ValueError(
+                        f"SyncOnReadVariable does not support `{method}` in cross-replica context "
+                        "when aggregation is set to `tf.VariableAggregation.SUM`."
+                    )
+                v = v / n
+            new = _combine(var, method, current, v)
+    else:
+        if isinstance(value, DistributedValues):
+            raise TypeError(
+                f"Expected value to be mirrored across replicas: {value!r} (assigning a PerReplica "
+                f"to mirrored variable {var.name!r} in cross-replica context would make its copies "
+                "diverge). Fix: reduce it first with strategy.reduce(...)."
+            )
+        new = _combine(var, method, current, value)
+    if not isinstance(new, jax.core.Tracer) and var._kind != PLAIN:
+        spec = P(REPLICA_AXIS) if var._kind == SYNC_ON_READ else P()
+        new = jax.device_put(new, NamedSharding(var._strategy._mesh, spec))
+    elif not isinstance(new, jax.core.Tracer):
+        new = jax.device_put(new, jax.devices()[0])
+    frames.set_global_value(var, new)

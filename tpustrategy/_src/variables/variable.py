@@ -1,0 +1,282 @@
+"""``tps.Variable``: mirrored, sync-on-read and plain variables.
+
+Created under ``strategy.scope()`` (or inside ``run``) a variable is
+distributed: a *mirrored* variable (synchronization AUTO/ON_WRITE) is one
+replicated ``jax.Array`` (``NamedSharding(mesh, P())``); a *sync-on-read*
+variable (ON_READ) keeps one component per replica as an array of shape
+``[R, ...]`` sharded over the replicas, aggregated when read in cross-replica
+context. Created outside any scope it is a plain variable on the default
+device. Reads and writes inside compiled programs are functionalised
+(``frames``); the aggregation rules of updates live in ``updates``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.strategy import context
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import frames, updates
+from tpustrategy._src.variables.enums import (
+    VariableAggregation,
+    VariableSynchronization,
+    canonical_aggregation,
+    canonical_synchronization,
+)
+
+_uid = itertools.count()
+
+MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
+
+
+class _VariableMeta(type):
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        ctx = updates._replica_context()
+        if ctx is not None and hasattr(ctx, "_rendezvous"):
+            # Eager path: replica 0 creates the variable; every replica shares it (as in TF).
+            made = super().__call__(*args, **kwargs) if ctx._local_id == 0 else None
+            return ctx._rendezvous.exchange(ctx._local_id, "create_variable", made)[0]
+        frame = frames.current()
+        if frame is not None:
+            reused = frame.next_created()
+            if reused is not None:
+                return reused
+        var = super().__call__(*args, **kwargs)
+        if frame is not None:
+            frame.register_created(var)
+        return var
+
+
+class Variable(metaclass=_VariableMeta):
+    """A mutable array with ``tf.Variable``'s distribution semantics.
+
+    Args:
+      initial_value: an array-like, or a callable returning one.
+      trainable: whether optimizers should update it (default: True, except
+        for ON_READ variables).
+      name: a name (default ``"Variable"``).
+      dtype: the dtype (default: inferred from ``initial_value``).
+      synchronization: a ``VariableSynchronization``.
+      aggregation: a ``VariableAggregation`` for updates in replica context.
+      shape: accepted for compatibility; must match the initial value.
+    """
+
+    _tps_distributed_variable = False
+    __array_priority__ = 100
+
+    def __init__(
+        self,
+        initial_value: Any,
+        trainable: bool | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+        synchronization: Any = VariableSynchronization.AUTO,
+        aggregation: Any = VariableAggregation.NONE,
+        shape: Any = None,
+    ):
+        base = name or "Variable"
+        self._base_name = base
+        self._sync = canonical_synchronization(synchronization, base)
+        self._aggregation = canonical_aggregation(aggregation, base)
+        if callable(initial_value):
+            initial_value = initial_value()
+        if isinstance(initial_value, Variable):
+            initial_value = initial_value.read_value()
+        if isinstance(initial_value, jax.core.Tracer):
+            raise ValueError(
+                f"tps.Variable {base!r}: the initial value depends on values traced inside a "
+                "compiled function, so it has no concrete value to start from.\nFix: create the "
+                "variable under strategy.scope() before calling run/tps.function, or pass a "
+                "concrete initial value (NumPy array, Python number, or a callable)."
+            )
+        value = jnp.asarray(initial_value, dtype=dtype)
+        if shape is not None and tuple(shape) != tuple(value.shape):
+            raise ValueError(
+                f"tps.Variable {base!r}: shape={tuple(shape)} does not match the initial value's "
+                f"shape {tuple(value.shape)}."
+            )
+        self._shape = tuple(value.shape)
+        self._dtype = value.dtype
+        self._trainable = (self._sync is not VariableSynchronization.ON_READ) if trainable is None else bool(trainable)
+        self._id = next(_uid)
+        strategy = context.get_strategy() if context.has_strategy() else None
+        self._strategy = strategy
+        if strategy is None:
+            self._kind = PLAIN
+            self._value = jax.device_put(value, jax.devices()[0])
+            return
+        self._tps_distributed_variable = True
+        if self._sync is VariableSynchronization.NONE:
+            raise ValueError(
+                "`NONE` variable synchronization mode is not supported with tf.distribute "
+                f"strategy. Please change the `synchronization` for variable: {base}"
+            )
+        if self._aggregation is VariableAggregation.MEAN and not jnp.issubdtype(self._dtype, jnp.inexact):
+            raise ValueError(
+                "creating distributed tf.Variable with aggregation=MEAN and a non-floating dtype "
+                "is not supported, please use a different aggregation or dtype"
+                f" (variable {base!r} has dtype {self._dtype})."
+            )
+        mesh = strategy._mesh
+        if self._sync is VariableSynchronization.ON_READ:
+            self._kind = SYNC_ON_READ
+            n = strategy.num_replicas_in_sync
+            host = np.broadcast_to(np.asarray(value), (n,) + self._shape)
+            self._value = jax.device_put(host, NamedSharding(mesh, P(REPLICA_AXIS)))
+        else:
+            self._kind = MIRRORED
+            self._value = jax.device_put(value, NamedSharding(mesh, P()))
+
+    # Properties --------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self._base_name}:0"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def synchronization(self) -> VariableSynchronization:
+        if self._sync is VariableSynchronization.AUTO and self._strategy is not None:
+            return VariableSynchronization.ON_WRITE
+        return self._sync
+
+    @property
+    def aggregation(self) -> VariableAggregation:
+        return self._aggregation
+
+    @property
+    def strategy(self) -> Any:
+        """The strategy the variable was created under (None for a plain variable)."""
+        return self._strategy
+
+    def _global_shape(self) -> tuple[int, ...]:
+        if self._kind == SYNC_ON_READ:
+            return (self._strategy.num_replicas_in_sync,) + self._shape
+        return self._shape
+
+    def _local_components(self) -> tuple[Any, ...]:
+        """One array per local replica (``experimental_local_results``)."""
+        if self._kind == PLAIN:
+            return (self._value,)
+        value = self._value
+        if isinstance(value, jax.core.Tracer):
+            n = self._strategy.num_replicas_in_sync
+            return tuple(value[i] for i in range(n)) if self._kind == SYNC_ON_READ else (value,) * n
+        from tpustrategy._src.values.distributed import Mirrored, PerReplica
+
+        if self._kind == SYNC_ON_READ:
+            return PerReplica._from_stacked(value, self._strategy.num_replicas_in_sync).values
+        return Mirrored._from_replicated(value, self._strategy.num_replicas_in_sync).values
+
+    # Reads -------------------------------------------------------------------------------
+    def value(self) -> Any:
+        """The value in the current context (see ``read_value``)."""
+        return updates.read(self)
+
+    def read_value(self) -> Any:
+        """Reads the variable.
+
+        In a replica function: this replica's copy. In cross-replica context: the
+        mirrored value, or the aggregate of a sync-on-read variable's components.
+        """
+        return updates.read(self)
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self.read_value())
+
+    def __jax_array__(self) -> Any:
+        return self.read_value()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.read_value(), dtype=dtype)
+
+    def __float__(self) -> float:
+        return float(self.read_value())
+
+    def __int__(self) -> int:
+        return int(self.read_value())
+
+    def __bool__(self) -> bool:
+        return bool(self.read_value())
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+    def __eq__(self, other: Any) -> bool:  # identity, like tf.Variable in TF2 sets/dicts
+        return self is other
+
+    def __repr__(self) -> str:
+        kind = {MIRRORED: "MirroredVariable", SYNC_ON_READ: "SyncOnReadVariable", PLAIN: "Variable"}[self._kind]
+        try:
+            shown = np.asarray(self.read_value()) if not frames.current() else "<traced>"
+        except ValueError:
+            shown = "<unreadable>"
+        return f"<tps.{kind} {self.name!r} shape={self._shape} dtype={self._dtype} value={shown}>"
+
+    # Writes ------------------------------------------------------------------------------
+    def assign(self, value: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+        """Sets the variable (aggregated across replicas in replica context)."""
+        updates.write(self, "assign", value, read_value)
+        return self if read_value else None
+
+    def assign_add(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+        """Adds ``delta`` (aggregated across replicas in replica context)."""
+        updates.write(self, "assign_add", delta, read_value)
+        return self if read_value else None
+
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+        """Subtracts ``delta`` (aggregated across replicas in replica context)."""
+        updates.write(self, "assign_sub", delta, read_value)
+        return self if read_value else None
+
+    def scatter_update(self, sparse_delta: Any) -> Any:
+        if self._tps_distributed_variable and self._aggregation not in (
+            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA
+        ):
+            raise NotImplementedError(
+                "scatter_update is only supported for mirrored variable (variable created within "
+                "certain `tf.distribute.Strategy` scope) with NONE or `ONLY_FIRST_REPLICA` "
+                f"aggregation, got: {self._aggregation}."
+            )
+        indices, values = sparse_delta
+        current = jnp.asarray(self.read_value())
+        return self.assign(current.at[jnp.asarray(indices)].set(jnp.asarray(values)))
+
+
+def _binary(op: Any, reflected: bool = False) -> Any:
+    def method(self: Variable, other: Any) -> Any:
+        a = self.read_value()
+        if isinstance(other, Variable):
+            other = other.read_value()
+        return op(other, a) if reflected else op(a, other)
+
+    return method
+
+
+for _name, _op in {
+    "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
+    "floordiv": jnp.floor_divide, "mod": jnp.mod, "pow": jnp.power, "matmul": jnp.matmul,
+}.items():
+    setattr(Variable, f"__{_name}__", _binary(_op))
+    setattr(Variable, f"__r{_name}__", _binary(_op, reflected=True))
+for _name, _op in {"lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge": jnp.greater_equal}.items():
+    setattr(Variable, f"__{_name}__", _binary(_op))
+Variable.__neg__ = lambda self: -self.read_value()  # type: ignore[attr-defined]
+Variable.__getitem__ = lambda self, idx: self.read_value()[idx]  # type: ignore[attr-defined]
