@@ -1,0 +1,1 @@
+"""The lazy tf.data-style dataset graph (NumPy only; never imports JAX)."""

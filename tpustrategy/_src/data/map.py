@@ -1,0 +1,330 @@
+"""`Dataset.map`: a function applied to every element, optionally in parallel.
+
+``fn`` receives a tuple element unpacked as positional arguments (as in
+``tf.data``); a list it returns becomes a tuple. With ``num_parallel_calls``
+the elements are mapped by worker threads in chunks (one hand-off per chunk,
+the chunk sized so that mapping it takes about a millisecond) and delivered
+in input order. Threads help when ``fn`` releases the GIL (NumPy, I/O,
+parsing in C); ``deterministic=False`` is accepted and keeps the order too,
+which is always a valid order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tpustrategy._src.data.dataset import Dataset
+from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state
+from tpustrategy._src.data.parallel import join_threads, resolve_parallelism, start_thread
+from tpustrategy._src.data.structure import common_spec, dummy_element, spec_of_element
+
+
+def call_fn(fn: Callable[..., Any], element: Any) -> Any:
+    """``fn(*element)`` for plain tuples, ``fn(element)`` otherwise (``tf.data`` rule)."""
+    out = fn(*element) if type(element) is tuple else fn(element)
+    return tuple(out) if type(out) is list else out
+
+
+def check_fn(fn: Any, api: str, arg: str = "map_func") -> None:
+    if not callable(fn):
+        raise TypeError(
+            f"{api}: `{arg}` must be callable; received {type(fn).__name__}: {fn!r}.\n"
+            "Fix: pass a function, e.g. lambda x: x * 2."
+        )
+
+
+def check_deterministic(value: Any, api: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(
+            f"{api}: deterministic must be None or a bool; received {type(value).__name__}: {value!r}."
+        )
+
+
+def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
+    """The output spec of ``fn`` found by calling it on placeholders, or None.
+
+    ``fn`` runs twice: on zeros (empty strings) with unknown dimensions of
+    size 2, and on ones (3-byte strings) with unknown dimensions of size 3.
+    Output dimensions that differ between the two runs are unknown (None); if
+    either run fails, or dtypes differ, the spec is left to be read from the
+    first real element.
+    """
+    if spec is None:
+        return None
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            first = spec_of_element(call_fn(fn, dummy_element(spec, 2, 0)))
+            second = spec_of_element(call_fn(fn, dummy_element(spec, 3, 1)))
+    except Exception:
+        return None
+    return common_spec(first, second)
+
+
+class MapDataset(Dataset):
+    """Applies ``fn`` to every element.
+
+    Attributes:
+      fn: the function.
+      num_parallel_calls: None (run inline), a positive int or AUTOTUNE.
+      deterministic: None, True or False.
+    """
+
+    _params = ("fn", "num_parallel_calls", "deterministic")
+
+    def __init__(self, input_dataset: Dataset, fn: Callable[..., Any], num_parallel_calls: int | None, deterministic: bool | None):
+        super().__init__((input_dataset,))
+        check_fn(fn, "Dataset.map")
+        resolve_parallelism(num_parallel_calls, "Dataset.map")
+        check_deterministic(deterministic, "Dataset.map")
+        self.fn = fn
+        self.num_parallel_calls = num_parallel_calls
+        self.deterministic = deterministic
+
+    def _compute_spec(self, input_spec: Callable[[Dataset], Any]) -> Any:
+        return trace_spec(self.fn, input_spec(self.inputs[0]))
+
+    def _compute_cardinality(self) -> int:
+        return self.inputs[0].cardinality()
+
+    def _make_iterator(self, ctx: IterContext) -> NodeIterator:
+        it = self.inputs[0]._make_iterator(ctx)
+        workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map")
+        if workers is None:
+            return _MapIterator(it, self.fn)
+        return ParallelMapIterator(it, self.fn, workers)
+
+
+class _MapIterator(NodeIterator):
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any]):
+        self._it, self._fn = it, fn
+        self._pending: BaseException | None = None
+
+    def __next__(self) -> Any:
+        if self._pending is not None:
+            err, self._pending = self._pending, None
+            raise err
+        return call_fn(self._fn, self._it.__next__())
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._pending is not None:
+            err, self._pending = self._pending, None
+            raise err
+        fn = self._fn
+        out = []
+        for x in self._it._next_many(n):
+            try:
+                out.append(call_fn(fn, x))
+            except BaseException as e:
+                if not out:
+                    raise
+                self._pending = e
+                break
+        return out
+
+    def _skip(self, n: int) -> int:
+        return self._it._skip(n)
+
+    def get_state(self) -> dict[str, Any]:
+        return self._it.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._pending = None
+        self._it.set_state(state)
+
+    def close(self) -> None:
+        self._it.close()
+
+
+class _MapShared:
+    """State shared by a `ParallelMapIterator` and its workers."""
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int):
+        self.cond = threading.Condition()
+        self.input_lock = threading.Lock()
+        self.it, self.fn = it, fn
+        self.next_id = 0
+        self.results: dict[int, tuple[Any, list[Any], BaseException | None]] = {}
+        self.inflight = 0
+        self.max_inflight = 2 * workers
+        self.input_done = False
+        self.stop = False
+        self.chunk = 1
+        self.threads: list[threading.Thread] = []
+
+
+def _map_worker(sh: _MapShared) -> None:
+    while True:
+        with sh.cond:
+            while not sh.stop and not sh.input_done and sh.inflight >= sh.max_inflight:
+                sh.cond.wait()
+            if sh.stop or sh.input_done:
+                return
+            sh.inflight += 1
+        with sh.input_lock:
+            if sh.stop or sh.input_done:
+                with sh.cond:
+                    sh.inflight -= 1
+                    sh.cond.notify_all()
+                return
+            cid = sh.next_id
+            sh.next_id += 1
+            try:
+                state = sh.it.get_state()
+                elems = sh.it._next_many(sh.chunk)
+            except BaseException as e:
+                with sh.cond:
+                    sh.results[cid] = (None, [], e)
+                    sh.input_done = True
+                    sh.cond.notify_all()
+                return
+            if not elems:
+                sh.input_done = True
+        outs: list[Any] = []
+        err: BaseException | None = None
+        fn = sh.fn
+        t0 = time.perf_counter()
+        for x in elems:
+            try:
+                outs.append(call_fn(fn, x))
+            except BaseException as e:
+                err = e
+                break
+        per_elem = (time.perf_counter() - t0) / max(1, len(outs))
+        sh.chunk = int(min(1024, max(1, 0.001 / max(per_elem, 1e-7))))
+        with sh.cond:
+            sh.results[cid] = (state, outs, err)
+            if err is not None or not elems:
+                sh.input_done = True
+            sh.cond.notify_all()
+        if err is not None or not elems:
+            return
+
+
+def _shutdown_map(sh: _MapShared) -> None:
+    with sh.cond:
+        sh.stop = True
+        sh.cond.notify_all()
+    threads, sh.threads = sh.threads, []
+    join_threads(threads)
+    if all(not t.is_alive() for t in threads):
+        sh.it.close()
+
+
+class ParallelMapIterator(NodeIterator):
+    """Maps chunks of elements in ``workers`` threads, delivering them in order."""
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int):
+        self._it, self._fn, self._workers = it, fn, workers
+        self._sh: _MapShared | None = None
+        self._finalizer: Any = None
+        self._take_id = 0
+        self._chunk: list[Any] = []
+        self._pos = 0
+        self._chunk_state: Any = None
+        self._done = False
+
+    def _start(self) -> _MapShared:
+        sh = _MapShared(self._it, self._fn, self._workers)
+        self._chunk_state = self._it.get_state()
+        self._take_id = 0
+        for i in range(self._workers):
+            sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
+        self._sh = sh
+        self._finalizer = weakref.finalize(self, _shutdown_map, sh)
+        return sh
+
+    def _fill(self) -> bool:
+        if self._done:
+            return False
+        sh = self._sh or self._start()
+        with sh.cond:
+            while self._take_id not in sh.results and not sh.stop:
+                sh.cond.wait()
+            if sh.stop:
+                self._done = True
+                return False
+            state, outs, err = sh.results.pop(self._take_id)
+            self._take_id += 1
+            sh.inflight -= 1
+            sh.cond.notify_all()
+        if err is not None:
+            if outs:
+                self._pending = err
+            else:
+                self._done = True
+                raise err
+        elif not outs:
+            self._done = True
+            return False
+        if state is not None:
+            self._chunk_state = state
+        self._chunk, self._pos = outs, 0
+        return True
+
+    _pending: BaseException | None = None
+
+    def _raise_pending(self) -> None:
+        err, self._pending = self._pending, None
+        self._done = True
+        raise err  # type: ignore[misc]
+
+    def __next__(self) -> Any:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                raise StopIteration
+        x = self._chunk[self._pos]
+        self._pos += 1
+        return x
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                return []
+        i = self._pos
+        out = self._chunk[i : i + n]
+        self._pos = i + len(out)
+        return out
+
+    def get_state(self) -> dict[str, Any]:
+        if self._sh is None and self._chunk_state is None:
+            return {"input": self._it.get_state(), "skip": 0}
+        return {"input": self._chunk_state, "skip": self._pos}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "skip"), "parallel map")
+        self._stop()
+        self._it.set_state(state["input"])
+        self._it._skip(int(state["skip"]))
+        self._chunk, self._pos, self._chunk_state = [], 0, None
+        self._done, self._pending = False, None
+
+    def _stop(self) -> None:
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            with sh.cond:
+                sh.stop = True
+                sh.cond.notify_all()
+            threads, sh.threads = sh.threads, []
+            join_threads(threads)
+
+    def close(self) -> None:
+        self._done = True
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            _shutdown_map(sh)
+        else:
+            self._it.close()

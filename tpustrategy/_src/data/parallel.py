@@ -1,0 +1,255 @@
+"""Background workers: run part of a pipeline in a thread, hand off chunks.
+
+A thread hand-off costs 100-200 µs on a small machine, so workers pass lists
+of elements (chunks) rather than single elements, growing the chunk while
+producing it takes well under a millisecond. `BackgroundIterator` runs an
+input iterator in one worker thread with a bounded buffer; it backs
+``prefetch``, the slots of a parallel ``interleave`` and parallel ``batch``.
+
+Checkpoints record the consumer's position, not the worker's: the input's
+state just before the chunk being consumed plus the offset into it. A restored
+iterator sets the input to that state and skips the offset.
+
+Workers never hold a reference to the iterator that owns them, so dropping
+the iterator runs its finalizer, which stops and joins the thread. An error
+raised in a worker is delivered to the consumer after every element produced
+before it, once.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+import weakref
+from typing import Any
+
+from tpustrategy._src.data.iterator import NodeIterator, check_state
+from tpustrategy._src.data.options import AUTOTUNE
+from tpustrategy._src.data.structure import flatten
+
+_JOIN_TIMEOUT_S = 5.0
+_FAST_CHUNK_S = 0.001
+_ADAPTIVE_BUFFER_BYTES = 64 << 20
+
+
+def element_nbytes(element: Any) -> int:
+    """A rough size of one element, to bound adaptive buffers by memory."""
+    total = 0
+    for leaf in flatten(element):
+        if isinstance(leaf, bytes):
+            total += len(leaf) + 33
+        else:
+            total += getattr(leaf, "nbytes", 8) + 100
+    return total
+
+
+def cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_parallelism(value: int | None, api: str, arg: str = "num_parallel_calls") -> int | None:
+    """Validates a ``num_parallel_calls``-style argument; AUTOTUNE -> CPU count."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{api}: {arg} must be an int or AUTOTUNE; received {type(value).__name__}: {value!r}.\n"
+            f"Fix: pass {arg}=AUTOTUNE or a positive int."
+        )
+    if value == AUTOTUNE:
+        return cpu_count()
+    if value <= 0:
+        raise ValueError(
+            f"{api}: {arg} must be positive or AUTOTUNE (-1); received {value}.\n"
+            f"Fix: pass {arg}=AUTOTUNE or a positive int."
+        )
+    return value
+
+
+def start_thread(target: Any, args: tuple[Any, ...], name: str) -> threading.Thread:
+    t = threading.Thread(target=target, args=args, name=name, daemon=True)
+    t.start()
+    return t
+
+
+def join_threads(threads: list[threading.Thread]) -> None:
+    me = threading.current_thread()
+    deadline = time.monotonic() + _JOIN_TIMEOUT_S
+    for t in threads:
+        if t is not me:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+class _Shared:
+    """State shared by a `BackgroundIterator` and its worker thread."""
+
+    def __init__(self, it: NodeIterator, capacity: int | None):
+        self.cond = threading.Condition()
+        self.it = it
+        self.chunks: collections.deque[tuple[Any, list[Any]]] = collections.deque()
+        self.buffered = 0
+        self.capacity = capacity  # None: adaptive
+        self.end = False
+        self.error: BaseException | None = None
+        self.stop = False
+        self.threads: list[threading.Thread] = []
+
+
+def _produce(sh: _Shared) -> None:
+    it = sh.it
+    k = 1
+    adaptive = sh.capacity is None
+    cap = 2 if adaptive else sh.capacity
+    while True:
+        with sh.cond:
+            while not sh.stop and sh.buffered >= cap:
+                sh.cond.wait()
+            if sh.stop:
+                return
+        n = max(1, min(k, cap // 2 if cap > 1 else 1))
+        try:
+            state = it.get_state()
+            t0 = time.perf_counter()
+            elems = it._next_many(n)
+            dt = time.perf_counter() - t0
+        except BaseException as e:  # delivered to the consumer
+            with sh.cond:
+                if not sh.stop:
+                    sh.error = e
+                sh.end = True
+                sh.cond.notify_all()
+            return
+        with sh.cond:
+            if elems:
+                sh.chunks.append((state, elems))
+                sh.buffered += len(elems)
+            else:
+                sh.end = True
+            sh.cond.notify_all()
+        if not elems:
+            return
+        if len(elems) == n and dt < _FAST_CHUNK_S:
+            k = min(k * 2, 4096)
+            if adaptive:
+                limit = max(2, _ADAPTIVE_BUFFER_BYTES // element_nbytes(elems[0]))
+                cap = min(max(cap, 2 * k), limit)
+                k = min(k, max(1, cap // 2))
+        elif adaptive and dt > 20 * _FAST_CHUNK_S and k > 1:
+            k //= 2
+
+
+def _shutdown(sh: _Shared) -> None:
+    with sh.cond:
+        sh.stop = True
+        sh.cond.notify_all()
+    threads, sh.threads = sh.threads, []
+    join_threads(threads)
+    if all(not t.is_alive() for t in threads):
+        sh.it.close()
+
+
+class BackgroundIterator(NodeIterator):
+    """Runs ``it`` in a worker thread, buffering up to ``capacity`` elements.
+
+    Args:
+      it: the input iterator (owned from now on).
+      capacity: the buffer size in elements, or None to size it adaptively.
+      name: a thread name for debugging.
+    """
+
+    def __init__(self, it: NodeIterator, capacity: int | None, name: str = "tpsd-prefetch"):
+        self._it = it
+        self._capacity = capacity
+        self._name = name
+        self._sh: _Shared | None = None
+        self._finalizer: Any = None
+        self._chunk: list[Any] = []
+        self._pos = 0
+        self._chunk_state: Any = None
+        self._done = False
+
+    def _start(self) -> _Shared:
+        sh = _Shared(self._it, self._capacity)
+        self._chunk_state = self._it.get_state()
+        self._chunk, self._pos = [], 0
+        sh.threads.append(start_thread(_produce, (sh,), self._name))
+        self._sh = sh
+        self._finalizer = weakref.finalize(self, _shutdown, sh)
+        return sh
+
+    def start(self) -> None:
+        """Starts the worker now (it starts on the first pull otherwise)."""
+        if self._sh is None and not self._done:
+            self._start()
+
+    def _fill(self) -> bool:
+        """Takes the next chunk from the worker; False at the end of the stream."""
+        if self._done:
+            return False
+        sh = self._sh or self._start()
+        with sh.cond:
+            while not sh.chunks and not sh.end and not sh.stop:
+                sh.cond.wait()
+            if sh.chunks:
+                state, elems = sh.chunks.popleft()
+                sh.buffered -= len(elems)
+                sh.cond.notify_all()
+            else:
+                err, sh.error = sh.error, None
+                self._done = True
+                if err is not None:
+                    raise err
+                return False
+        self._chunk_state, self._chunk, self._pos = state, elems, 0
+        return True
+
+    def __next__(self) -> Any:
+        if self._pos >= len(self._chunk) and not self._fill():
+            raise StopIteration
+        x = self._chunk[self._pos]
+        self._pos += 1
+        return x
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._pos >= len(self._chunk) and not self._fill():
+            return []
+        i = self._pos
+        out = self._chunk[i : i + n]
+        self._pos = i + len(out)
+        return out
+
+    def get_state(self) -> dict[str, Any]:
+        if self._sh is None and self._chunk_state is None:
+            return {"input": self._it.get_state(), "skip": 0}
+        return {"input": self._chunk_state, "skip": self._pos}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "skip"), "prefetch")
+        self._stop()
+        self._it.set_state(state["input"])
+        self._it._skip(int(state["skip"]))
+        self._chunk, self._pos, self._chunk_state, self._done = [], 0, None, False
+
+    def _stop(self) -> None:
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            with sh.cond:
+                sh.stop = True
+                sh.cond.notify_all()
+            threads, sh.threads = sh.threads, []
+            join_threads(threads)
+
+    def close(self) -> None:
+        self._done = True
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            _shutdown(sh)
+        else:
+            self._it.close()
