@@ -2,30 +2,80 @@
 
 ``import tpustrategy as tps`` gives the ``tf.distribute`` surface;
 ``import tpustrategy.data as tpsd`` gives the ``tf.data`` surface.
+
+The names below are loaded on first use, so ``import tpustrategy.data``
+(which imports this package first) does not start JAX.
 """
 
-from tpustrategy import config as config
-from tpustrategy import errors as errors
-from tpustrategy._src.function import function as function
-from tpustrategy._src.reduce_op import ReduceOp as ReduceOp
-from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
-from tpustrategy._src.strategy.base import Strategy as Strategy
-from tpustrategy._src.strategy.base import ValueContext as ValueContext
-from tpustrategy._src.strategy.context import get_replica_context as get_replica_context
-from tpustrategy._src.strategy.context import get_strategy as get_strategy
-from tpustrategy._src.strategy.context import has_strategy as has_strategy
-from tpustrategy._src.strategy.context import in_cross_replica_context as in_cross_replica_context
-from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
-from tpustrategy._src.strategy.strategies import (
-    MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy,
-)
-from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
-from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
-from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
-from tpustrategy._src.values.distributed import Mirrored as Mirrored
-from tpustrategy._src.values.distributed import PerReplica as PerReplica
-from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
-from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
-from tpustrategy._src.variables.variable import Variable as Variable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, tuple[str, str]] = {
+    "DistributedValues": ("tpustrategy._src.values.distributed", "DistributedValues"),
+    "InputContext": ("tpustrategy._src.input.input_context", "InputContext"),
+    "InputOptions": ("tpustrategy._src.input.input_context", "InputOptions"),
+    "InputReplicationMode": ("tpustrategy._src.input.input_context", "InputReplicationMode"),
+    "Mirrored": ("tpustrategy._src.values.distributed", "Mirrored"),
+    "MirroredStrategy": ("tpustrategy._src.strategy.strategies", "MirroredStrategy"),
+    "MultiWorkerMirroredStrategy": ("tpustrategy._src.strategy.strategies", "MultiWorkerMirroredStrategy"),
+    "OneDeviceStrategy": ("tpustrategy._src.strategy.strategies", "OneDeviceStrategy"),
+    "PerReplica": ("tpustrategy._src.values.distributed", "PerReplica"),
+    "ReduceOp": ("tpustrategy._src.reduce_op", "ReduceOp"),
+    "ReplicaContext": ("tpustrategy._src.replica.context", "ReplicaContext"),
+    "Strategy": ("tpustrategy._src.strategy.base", "Strategy"),
+    "TPUStrategy": ("tpustrategy._src.strategy.strategies", "TPUStrategy"),
+    "ValueContext": ("tpustrategy._src.strategy.base", "ValueContext"),
+    "Variable": ("tpustrategy._src.variables.variable", "Variable"),
+    "VariableAggregation": ("tpustrategy._src.variables.enums", "VariableAggregation"),
+    "VariableSynchronization": ("tpustrategy._src.variables.enums", "VariableSynchronization"),
+    "function": ("tpustrategy._src.function", "function"),
+    "get_replica_context": ("tpustrategy._src.strategy.context", "get_replica_context"),
+    "get_strategy": ("tpustrategy._src.strategy.context", "get_strategy"),
+    "has_strategy": ("tpustrategy._src.strategy.context", "has_strategy"),
+    "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
+}
+_SUBMODULES = ("config", "errors", "data", "testing")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tpustrategy.{name}")
+    raise AttributeError(f"module 'tpustrategy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
+    from tpustrategy._src.input.input_context import InputContext as InputContext
+    from tpustrategy._src.input.input_context import InputOptions as InputOptions
+    from tpustrategy._src.input.input_context import InputReplicationMode as InputReplicationMode
+    from tpustrategy._src.values.distributed import Mirrored as Mirrored
+    from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
+    from tpustrategy._src.strategy.strategies import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
+    from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
+    from tpustrategy._src.values.distributed import PerReplica as PerReplica
+    from tpustrategy._src.reduce_op import ReduceOp as ReduceOp
+    from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
+    from tpustrategy._src.strategy.base import Strategy as Strategy
+    from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
+    from tpustrategy._src.strategy.base import ValueContext as ValueContext
+    from tpustrategy._src.variables.variable import Variable as Variable
+    from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
+    from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
+    from tpustrategy._src.function import function as function
+    from tpustrategy._src.strategy.context import get_replica_context as get_replica_context
+    from tpustrategy._src.strategy.context import get_strategy as get_strategy
+    from tpustrategy._src.strategy.context import has_strategy as has_strategy
+    from tpustrategy._src.strategy.context import in_cross_replica_context as in_cross_replica_context

@@ -67,9 +67,7 @@ def _flatten_inputs(tree: Any) -> tuple[list[Any], list[Any], Any, tuple[Any, ..
                     "Fix: use InputOptions(partial_batch='pad') or 'drop' on the distributed "
                     "dataset, or call strategy.run outside tps.function for the ragged step."
                 )
-            if leaf._stacked is None:
-                leaf._stacked = np.stack([np.asarray(v) for v in leaf.values])
-            x = leaf._stacked
+            x = leaf._stacked if leaf._stacked is not None else np.stack([np.asarray(v) for v in leaf.values])
             kinds.append(_STACKED)
         elif isinstance(leaf, jax.core.Tracer) or _is_array(leaf):
             x = leaf
@@ -141,7 +139,7 @@ class Function:
                 pull_arrays.extend(_flatten_inputs(batch)[1])
         mesh = self._mesh(traced, dyn)
         placed = [self._place(x, mesh) for x in dyn]
-        var_inputs = [frames.global_value(v) for v in traced.variables]
+        var_inputs = [self._place(frames.global_value(v), mesh) for v in traced.variables]
         outs = traced.jitted(*placed, *var_inputs, *[self._place(x, mesh) for x in pull_arrays])
         dispatch.track(outs)
         n_written = len(traced.written)

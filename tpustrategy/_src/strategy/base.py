@@ -209,6 +209,42 @@ class Strategy:
         grouped = [PerReplica([col[k] for col in columns]) for k in range(len(leaves0))]
         return jax.tree_util.tree_unflatten(treedef, grouped)
 
+    # Input ------------------------------------------------------------------------------
+    def experimental_distribute_dataset(self, dataset: Any, options: Any = None, *,
+                                        input_pipeline: tuple[int, int] | None = None) -> Any:
+        """Splits each global batch of ``dataset`` across the replicas (DESIGN §4).
+
+        Args:
+          dataset: a ``tpustrategy.data.Dataset`` of global batches.
+          options: a ``tps.InputOptions``.
+          input_pipeline: ``(pipeline_id, num_pipelines)`` to build one pipeline of
+            a multi-host job in this process (testing); default: this process's.
+
+        Returns:
+          A ``DistributedDataset``: iterate it for steps of per-replica values.
+        """
+        from tpustrategy._src.input.distributed import DistributedDataset
+
+        context.require_cross_replica_or_default(self, "experimental_distribute_dataset")
+        return DistributedDataset(self, dataset, options, input_pipeline=input_pipeline)
+
+    def distribute_datasets_from_function(self, dataset_fn: Callable[..., Any], options: Any = None, *,
+                                          input_pipeline: tuple[int, int] | None = None) -> Any:
+        """Calls ``dataset_fn(InputContext)`` once per input pipeline; no rebatching or sharding."""
+        from tpustrategy._src.input.from_function import DistributedDatasetsFromFunction
+
+        context.require_cross_replica_or_default(self, "distribute_datasets_from_function")
+        return DistributedDatasetsFromFunction(self, dataset_fn, options, input_pipeline=input_pipeline)
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
+
+    def experimental_make_numpy_dataset(self, numpy_input: Any) -> Any:
+        """A dataset of the rows of (nested) NumPy arrays; the arrays are sliced, not copied."""
+        from tpustrategy._src.data.dataset import Dataset
+
+        context.require_cross_replica_or_default(self, "experimental_make_numpy_dataset")
+        return Dataset.from_tensor_slices(numpy_input)
+
     def __repr__(self) -> str:
         return object.__repr__(self)
 

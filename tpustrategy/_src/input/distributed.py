@@ -1,0 +1,275 @@
+"""Distributed datasets and iterators (``experimental_distribute_dataset``).
+
+A ``DistributedDataset`` wraps one input pipeline per process (this
+process's, rewritten by the auto-shard plan) and turns each of its elements
+into one step: the local replicas' pieces (split by ``split``) as
+``PerReplica`` values, on the devices when ``experimental_fetch_to_device``.
+Steps are prepared ahead on a background thread (``prefetch``). Iteration ends
+when no replica anywhere has data; a pipeline that ends first feeds empty
+pieces until then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src.input import autoshard, split, to_device
+from tpustrategy._src.input.input_context import InputOptions, InputReplicationMode, check_options
+from tpustrategy._src.input.prefetch import Prefetcher
+from tpustrategy._src.strategy import context
+from tpustrategy._src.values.distributed import PerReplica
+
+NEXT_IN_REPLICA_ERROR = (
+    "next(iterator) should be called from outside of replica_fn. e.g. "
+    "strategy.run(replica_fn, args=(next(iterator),))"
+)
+
+
+class Optional:
+    """What ``get_next_as_optional`` returns (``tf.experimental.Optional``)."""
+
+    def __init__(self, value: Any = None, has_value: bool = False):
+        self._value, self._has = value, has_value
+
+    def has_value(self) -> bool:
+        return self._has
+
+    def get_value(self) -> Any:
+        if not self._has:
+            raise ValueError("Optional.get_value(): the optional has no value (end of the input).")
+        return self._value
+
+
+def _check_not_in_replica() -> None:
+    entry = context.current_entry()
+    if entry is not None and entry.replica_context is not None and not entry.replica_context._is_default:
+        raise ValueError(NEXT_IN_REPLICA_ERROR)
+
+
+class _StepSource:
+    """Shared machinery of distributed iterators: host iterator, end agreement, prefetch."""
+
+    def __init__(self, strategy: Any, options: InputOptions, coordinate: bool):
+        self._strategy = strategy
+        self._options = options
+        self._coordinate = coordinate and jax.process_count() > 1
+        self._prefetcher = Prefetcher(self._produce, options.prefetch_to_device)
+        self._local_done = False
+        self._first_replica = 0
+
+    # Subclasses: _host_state(), _set_host_state(state), _next_pieces() -> pieces list.
+    def _produce(self) -> tuple[Any, Any]:
+        state = self._host_state()
+        pieces, whole = self._next_pieces()
+        return state, (pieces, whole)
+
+    def get_next(self) -> Any:
+        _check_not_in_replica()
+        from tpustrategy._src import function
+
+        traced = function.pull_in_frame(self)
+        if traced is not None:
+            return traced
+        return self._tps_pull()
+
+    def _tps_pull(self) -> Any:
+        pieces, whole = self._next_step()
+        return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
+                               self._first_replica)
+
+    def _next_step(self) -> tuple[list[Any], Any]:
+        try:
+            _, step = self._prefetcher.next() if not self._local_done else (None, None)
+            has = step is not None
+        except StopIteration:
+            self._local_done, step, has = True, None, False
+        if self._coordinate:
+            from jax.experimental import multihost_utils
+
+            flags = multihost_utils.process_allgather(np.int32(has))
+            if not np.any(flags):
+                raise StopIteration
+            if not has:
+                return self._empty_pieces(), None
+        elif not has:
+            raise StopIteration
+        return step
+
+    def get_next_as_optional(self) -> Optional:
+        try:
+            return Optional(self.get_next(), True)
+        except StopIteration:
+            return Optional()
+
+    def __next__(self) -> Any:
+        return self.get_next()
+
+    def __iter__(self) -> Any:
+        return self
+
+    def get_state(self) -> dict[str, Any]:
+        """A JSON-able position: resuming from it yields the step ``get_next`` would give next."""
+        return {"host": self._prefetcher.snapshot(self._host_state), "done": self._local_done}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._prefetcher.stop()
+        self._set_host_state(state["host"])
+        self._local_done = bool(state.get("done", False))
+
+    def close(self) -> None:
+        self._prefetcher.stop()
+
+    def __del__(self) -> None:
+        try:
+            self._prefetcher.stop()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class DistributedIterator(_StepSource):
+    """Iterator over a ``DistributedDataset``: one step of per-replica values per ``get_next``."""
+
+    def __init__(self, dataset: DistributedDataset):
+        self._ds = dataset
+        self._host = iter(dataset._plan.dataset)
+        super().__init__(dataset._strategy, dataset._options, coordinate=dataset._plan.num_pipelines > 1)
+        self._first_replica = dataset._pipeline_id * dataset._num_local
+
+    def _host_state(self) -> Any:
+        return self._host.get_state()
+
+    def _set_host_state(self, state: Any) -> None:
+        self._host.set_state(state)
+
+    def _empty_pieces(self) -> list[Any]:
+        empty = split.empty_like_spec(self._ds._plan.dataset.element_spec)
+        return [empty] * self._ds._num_local
+
+    def _next_pieces(self) -> tuple[list[Any], Any]:
+        while True:
+            element = next(self._host)
+            result = self._ds._pieces_of(element)
+            if result is not None:
+                return result
+
+
+class DistributedDataset:
+    """A dataset of global batches split across replicas (``tf.distribute.DistributedDataset``).
+
+    Accepts no further transformations; supports ``iter``, ``for``,
+    ``element_spec``, ``cardinality`` and ``reduce``.
+    """
+
+    def __init__(self, strategy: Any, dataset: Any, options: Any = None, *,
+                 input_pipeline: tuple[int, int] | None = None):
+        from tpustrategy._src.data.dataset import Dataset
+
+        options = check_options(options)
+        if options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
+            raise NotImplementedError(
+                "InputReplicationMode.PER_REPLICA is only supported in "
+                "`distribute_datasets_from_function`."
+            )
+        if not isinstance(dataset, Dataset):
+            raise TypeError(
+                "experimental_distribute_dataset: `dataset` must be a tpustrategy.data.Dataset. "
+                f"Received: {type(dataset).__name__}.\nFix: build it with tpustrategy.data "
+                "(e.g. tpsd.Dataset.from_tensor_slices(arrays).batch(global_batch_size))."
+            )
+        pipeline_id, num_pipelines = input_pipeline or (jax.process_index(), jax.process_count())
+        n = strategy.num_replicas_in_sync
+        if n % num_pipelines:
+            raise ValueError(
+                "tf.distribute expects every worker to have the same number of replicas. "
+                f"Received {n} replicas over {num_pipelines} input pipelines."
+            )
+        self._strategy = strategy
+        self._options = options
+        self._num_replicas = n
+        self._num_local = n // num_pipelines
+        self._pipeline_id = pipeline_id
+        self._plan = autoshard.plan(dataset, num_pipelines, pipeline_id, n)
+
+    # Splitting -----------------------------------------------------------------------------
+    def _pieces_of(self, element: Any) -> tuple[list[Any], Any] | None:
+        plan, n, local = self._plan, self._num_replicas, self._num_local
+        api = "experimental_distribute_dataset"
+        if n == 1:
+            return [element], None
+        b = split.batch_size_of(split.leaves_with_paths(element), api, n)
+        first = self._pipeline_id * local
+        if plan.mode == "global":
+            full = plan.global_batch is None or b == plan.global_batch
+            sizes = split.piece_sizes(b, n)[first:first + local]
+            offset = sum(split.piece_sizes(b, n)[:first])
+            if offset or sum(sizes) != b:
+                element = split.split_element(element, [offset, sum(sizes)])[1]
+        else:
+            share = split.pipeline_share(plan.global_batch, n, plan.num_pipelines, self._pipeline_id) if plan.global_batch else None
+            full = share is None or b == share
+            if share is not None and b == share:
+                sizes = split.piece_sizes(plan.global_batch, n)[first:first + local]
+            else:
+                sizes = split.piece_sizes(b, local)
+        policy = self._options.partial_batch
+        if not full and policy == "drop":
+            return None
+        pieces = split.split_element(element, sizes)
+        if policy == "pad":
+            static = -(-(plan.global_batch or b) // n)
+            padded = [split.pad_piece(p, static) for p in pieces]
+            return [(p, m) for p, m in padded], None
+        whole = element if len(set(sizes)) == 1 else None
+        return pieces, whole
+
+    # Public surface ---------------------------------------------------------------------------
+    def __iter__(self) -> DistributedIterator:
+        _check_not_in_replica()
+        return DistributedIterator(self)
+
+    @property
+    def element_spec(self) -> Any:
+        """Per-replica specs: a ``PerReplica`` of ``TensorSpec`` per leaf (a plain spec with one replica)."""
+        from tpustrategy._src.data.structure import TensorSpec
+
+        spec = self._plan.dataset.element_spec
+        g = self._plan.global_batch
+        even = g is not None and self._plan.drop_remainder and g % self._num_replicas == 0
+        per = g // self._num_replicas if even else None
+
+        def one(s: Any) -> Any:
+            shape = (per,) + tuple(s.shape[1:]) if s.shape else s.shape
+            local = TensorSpec(shape, s.dtype)
+            if self._options.partial_batch == "pad":
+                local = TensorSpec((-(-(g or 0) // self._num_replicas) or None,) + tuple(s.shape[1:]), s.dtype)
+            return local if self._num_replicas == 1 else PerReplica([local] * self._num_local)
+
+        out = jax.tree_util.tree_map(one, spec, is_leaf=lambda x: isinstance(x, TensorSpec))
+        if self._options.partial_batch == "pad":
+            mask = TensorSpec((-(-(g or 0) // self._num_replicas) or None,), np.bool_)
+            out = (out, mask if self._num_replicas == 1 else PerReplica([mask] * self._num_local))
+        return out
+
+    def cardinality(self) -> int:
+        """The source dataset's cardinality (-1 infinite, -2 unknown)."""
+        return self._plan.dataset.cardinality()
+
+    def reduce(self, initial_state: Any, reduce_fn: Any) -> Any:
+        state = initial_state
+        for step in self:
+            state = reduce_fn(state, step)
+        return state
+
+    def explain_sharding(self) -> str:
+        """Which auto-shard policy was applied to this pipeline, where, and why."""
+        return self._plan.decision.explain()
+
+    @property
+    def auto_shard_decision(self) -> Any:
+        return self._plan.decision
+
+    def __repr__(self) -> str:
+        return f"<DistributedDataset over {self._num_replicas} replicas: {self._plan.decision.applied}>"

@@ -1,0 +1,105 @@
+"""Steps prepared ahead on a background thread, with exact checkpoint positions.
+
+A producer thread pulls host elements, splits them and transfers them to the
+devices, keeping at most ``depth`` finished steps in a queue, so host work and
+host-to-device copies overlap the compiled step. Each queued step carries the
+host iterator's state from *before* it was produced: ``get_state`` reports the
+position of the next step the consumer will get, not of what was prefetched.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_END = object()
+
+
+class Prefetcher:
+    """Runs ``produce()`` ahead of the consumer.
+
+    Args:
+      produce: returns ``(state_before, step)`` or raises StopIteration.
+      depth: how many steps to keep ready (0: produce on demand, no thread).
+    """
+
+    def __init__(self, produce: Callable[[], tuple[Any, Any]], depth: int):
+        self._produce = produce
+        self._depth = depth
+        self._cond = threading.Condition()
+        self._queue: collections.deque = collections.deque()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        # Held while a step is produced and queued, so a state snapshot never
+        # falls between "host iterator advanced" and "step visible in the queue".
+        self._production = threading.Lock()
+
+    def _start(self) -> None:
+        if self._depth > 0 and self._thread is None:
+            self._stop = False
+            self._thread = threading.Thread(target=self._run, name="tps-prefetch-to-device", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while len(self._queue) >= self._depth and not self._stop:
+                    self._cond.wait()
+                if self._stop:
+                    return
+            with self._production:
+                try:
+                    item: Any = ("ok", self._produce())
+                except StopIteration:
+                    item = ("end", None)
+                except BaseException as e:  # delivered to the consumer
+                    item = ("error", e)
+                with self._cond:
+                    if self._stop:
+                        return
+                    self._queue.append(item)
+                    self._cond.notify_all()
+            if item[0] != "ok":
+                return
+
+    def next(self) -> tuple[Any, Any]:
+        """The next ``(state_before, step)``; StopIteration at the end."""
+        if self._depth == 0:
+            return self._produce()
+        self._start()
+        with self._cond:
+            while not self._queue:
+                self._cond.wait()
+            kind, value = self._queue[0]
+            if kind == "ok":
+                self._queue.popleft()
+                self._cond.notify_all()
+                return value
+        if kind == "end":
+            raise StopIteration
+        with self._cond:
+            self._queue.popleft()
+            self._queue.append(("end", None))
+        raise value
+
+    def snapshot(self, host_state: Callable[[], Any]) -> Any:
+        """State before the next step the consumer will get."""
+        with self._production:
+            with self._cond:
+                if self._queue and self._queue[0][0] == "ok":
+                    return self._queue[0][1][0]
+            return host_state()
+
+    def stop(self) -> None:
+        thread = self._thread
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join()
+        self._thread = None
+        with self._cond:
+            self._queue.clear()
+            self._stop = False

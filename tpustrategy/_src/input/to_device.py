@@ -1,0 +1,82 @@
+"""Turning per-replica host pieces into distributed values on the devices.
+
+Equal-shaped pieces become one ``[R, ...]`` array sharded over the replica
+axis, built with ``jax.make_array_from_process_local_data`` (so the same code
+works across hosts: each process gives its local replicas' rows). Ragged
+pieces (a partial last batch) become a ``PerReplica`` of per-device arrays.
+String (object) leaves stay on the host as NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.values.distributed import PerReplica
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+
+def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = None,
+          first_replica: int = 0) -> Any:
+    """One step: a structure whose leaves are ``PerReplica`` of the local replicas' pieces.
+
+    Args:
+      strategy: the strategy (its mesh and replica count).
+      pieces: one element structure per local replica.
+      fetch_to_device: put numeric leaves on the devices.
+      whole: optionally the unsplit element when every piece has the same size,
+        so a leaf can be reshaped to ``[R, b/R, ...]`` without a host copy.
+      first_replica: global id of the first local replica (pipelines simulated
+        in one process hold only some replicas: they get per-device arrays).
+    """
+    n_global = strategy.num_replicas_in_sync
+    if n_global == 1:
+        piece = pieces[0]
+        if not fetch_to_device:
+            return piece
+        device = strategy._local_devices[0]
+        return jax.tree_util.tree_map(lambda x: _put_one(x, device), piece)
+    leaves_per = [jax.tree_util.tree_flatten(p) for p in pieces]
+    treedef = leaves_per[0][1]
+    whole_leaves = jax.tree_util.tree_flatten(whole)[0] if whole is not None else None
+    out = []
+    for k in range(treedef.num_leaves):
+        column = [lp[0][k] for lp in leaves_per]
+        out.append(_group_leaf(strategy, column, fetch_to_device,
+                               whole_leaves[k] if whole_leaves else None, first_replica))
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _put_one(x: Any, device: Any) -> Any:
+    x = np.asarray(x) if not isinstance(x, bytes) else x
+    if isinstance(x, bytes) or x.dtype == object:
+        return x
+    return jax.device_put(x, device)
+
+
+def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first_replica: int) -> Any:
+    column = [np.asarray(c) if not isinstance(c, bytes) else c for c in column]
+    first = column[0]
+    if not fetch or isinstance(first, bytes) or first.dtype == object:
+        return PerReplica(column)
+    shapes = {c.shape for c in column}
+    n_local = len(column)
+    simulated = jax.process_count() == 1 and n_local != strategy.num_replicas_in_sync
+    if len(shapes) > 1 or simulated:
+        devices = strategy._devices[first_replica:first_replica + n_local] if simulated else strategy._local_devices
+        return PerReplica([jax.device_put(c, d) for c, d in zip(column, devices)])
+    if whole is not None and first.ndim and np.shape(whole)[0] == n_local * first.shape[0]:
+        local = np.asarray(whole).reshape((n_local,) + first.shape)
+    else:
+        local = np.stack(column)
+    global_shape = (strategy.num_replicas_in_sync,) + first.shape
+    sharding = NamedSharding(strategy._mesh, P(REPLICA_AXIS))
+    if jax.process_count() == 1:
+        array = jax.device_put(local, sharding)
+    else:
+        array = jax.make_array_from_process_local_data(sharding, local, global_shape)
+    return PerReplica._from_stacked(array, strategy.num_replicas_in_sync)
