@@ -206,8 +206,8 @@ class Function:
                 self._trace_pulled = pulls
                 return traced
             known += [v for v in missing if v not in known]
-            for it in more:
-                pulls.setdefault(id(it), []).append(it._tps_pull())
+            for it, batch in more:
+                pulls.setdefault(id(it), []).append(batch)
         raise RuntimeError("tps.function: the set of variables and pulled batches never settled.")
 
     def _trace(self, leaves: list[Any], dyn: list[Any], treedef: Any, counts: list[int],
@@ -289,8 +289,30 @@ def pull_in_frame(iterator: Any) -> Any:
     frame.pull_order.append(iterator)
     if queue:
         return queue.popleft()
-    frame.more_pulls.append(iterator)
-    return iterator._tps_placeholder()
+    # A batch the trace has no input for yet: pull it now (concretely, outside the
+    # trace), hand out a placeholder, and let the builder trace again with it as an input.
+    with jax.ensure_compile_time_eval(), frames.suspended():
+        batch = iterator._tps_pull()
+    _flatten_inputs(batch)  # rejects ragged batches with a clear error
+    frame.more_pulls.append((iterator, batch))
+    return _placeholder(batch)
+
+
+def _placeholder(batch: Any) -> Any:
+    import jax.numpy as jnp
+
+    def zeros(leaf: Any) -> Any:
+        if isinstance(leaf, Mirrored):
+            x = leaf._primary()
+            return Mirrored._from_replicated(jnp.zeros(np.shape(x), x.dtype), leaf._num_replicas)
+        if isinstance(leaf, DistributedValues):
+            x = leaf._stacked
+            return type(leaf)._from_stacked(jnp.zeros(np.shape(x), x.dtype), leaf._num_replicas)
+        if _is_array(leaf):
+            return jnp.zeros(np.shape(leaf), leaf.dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(zeros, batch, is_leaf=lambda x: isinstance(x, DistributedValues))
 
 
 def function(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

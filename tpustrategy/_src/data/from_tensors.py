@@ -78,9 +78,15 @@ class TensorSliceDataset(Dataset):
 
     _params = ("tensors",)
 
-    def __init__(self, tensors: Any):
+    def __init__(self, tensors: Any, copy: bool = True):
         super().__init__(())
-        tensors = make_readonly(element_to_numpy(tensors))
+        if copy:
+            tensors = make_readonly(element_to_numpy(tensors))
+        else:
+            # Numeric NumPy arrays are sliced in place (read-only views, no copy).
+            tensors = make_readonly(map_structure(
+                lambda x: x.view() if isinstance(x, np.ndarray) and x.dtype.kind in "biufc"
+                else element_to_numpy(x), tensors))
         sizes = []
         for path, leaf in flatten_with_paths(tensors):
             shape = np.shape(leaf) if not isinstance(leaf, bytes) else ()

@@ -240,10 +240,12 @@ class Strategy:
 
     def experimental_make_numpy_dataset(self, numpy_input: Any) -> Any:
         """A dataset of the rows of (nested) NumPy arrays; the arrays are sliced, not copied."""
-        from tpustrategy._src.data.dataset import Dataset
+        from tpustrategy._src.data.from_tensors import TensorSliceDataset
 
         context.require_cross_replica_or_default(self, "experimental_make_numpy_dataset")
-        return Dataset.from_tensor_slices(numpy_input)
+        if isinstance(numpy_input, list) and all(isinstance(x, np.ndarray) for x in numpy_input):
+            numpy_input = np.stack(numpy_input)  # tf.data list semantics: a list is stacked
+        return TensorSliceDataset(numpy_input, copy=False)
 
     def __repr__(self) -> str:
         return object.__repr__(self)
