@@ -187,11 +187,12 @@ def plan(dataset: Any, num_pipelines: int, pipeline_id: int, num_replicas: int) 
         decision.reason = "one input pipeline: each global batch is split across the replicas"
         return Plan(dataset, "global", g, drop, w, decision)
     changes: list[str] = []
-    share = split.pipeline_share(g, num_replicas, w, i) if g is not None else None
-    if share == 0:
+    # Every pipeline must take the same decision, so look at all of their shares.
+    starved = [j for j in range(w) if g is not None and split.pipeline_share(g, num_replicas, w, j) == 0]
+    if starved:
         zero = (
-            f"the global batch size {g} gives pipeline {i} no examples ({num_replicas} replicas over "
-            f"{w} pipelines: its replicas' pieces are all empty)"
+            f"the global batch size {g} gives pipeline {starved[0]} no examples ({num_replicas} "
+            f"replicas over {w} pipelines: its replicas' pieces are all empty)"
         )
         if requested is AutoShardPolicy.AUTO:
             warnings.warn(

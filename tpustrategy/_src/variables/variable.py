@@ -71,7 +71,12 @@ class Variable(metaclass=_VariableMeta):
     _tps_distributed_variable = False
     __array_priority__ = 100
 
-    def __init__(
+    def __init__(self, *args: Any, **kwargs: Any):
+        # Variables hold concrete arrays even when created while a function is traced.
+        with jax.ensure_compile_time_eval():
+            self._init(*args, **kwargs)
+
+    def _init(
         self,
         initial_value: Any,
         trainable: bool | None = None,
