@@ -37,8 +37,15 @@ def side_by_side(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str
     return results
 
 
-def row(name: str, ours: list[float], baseline: list[float], unit: str, *,
-        higher_is_better: bool = False, note: str = "") -> dict[str, Any]:
+def row(
+    name: str,
+    ours: list[float],
+    baseline: list[float],
+    unit: str,
+    *,
+    higher_is_better: bool = False,
+    note: str = "",
+) -> dict[str, Any]:
     """One comparison: medians, spreads (min..max) and the ratio ours/baseline."""
     mo, mb = statistics.median(ours), statistics.median(baseline)
     return {

@@ -80,8 +80,15 @@ def main() -> None:
         new = jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads)
         return new, jax.lax.pmean(loss, "replica")
 
-    hand = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P("replica"), P("replica")),
-                                 out_specs=(P(), P()), check_vma=False))
+    hand = jax.jit(
+        jax.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=(P(), P("replica"), P("replica")),
+            out_specs=(P(), P()),
+            check_vma=False,
+        )
+    )
     xs = jax.device_put(x, NamedSharding(mesh, P("replica")))
     ys = jax.device_put(y, NamedSharding(mesh, P("replica")))
     state["hand"] = jax.device_put(init_params(jax.random.PRNGKey(0)), NamedSharding(mesh, P()))
@@ -101,14 +108,26 @@ def main() -> None:
     for step in (ours_step, hand_step):  # compile and warm up
         _common.timed_loop(step, 5, wait)
     results = _common.side_by_side(
-        {"ours": lambda: _common.timed_loop(ours_step, iters, wait),
-         "hand": lambda: _common.timed_loop(hand_step, iters, wait)},
+        {
+            "ours": lambda: _common.timed_loop(ours_step, iters, wait),
+            "hand": lambda: _common.timed_loop(hand_step, iters, wait),
+        },
         rounds=3 if args.quick else 7,
     )
     np.testing.assert_allclose(  # same computation on both sides
-        np.asarray(state["ours"][0][0].values[0]), np.asarray(state["hand"][0][0]), rtol=1e-4, atol=1e-5)
-    rows = [_common.row("strategy.run train step vs jit(shard_map) (s/step)",
-                        results["ours"], results["hand"], "s/step")]
+        np.asarray(state["ours"][0][0].values[0]),
+        np.asarray(state["hand"][0][0]),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    rows = [
+        _common.row(
+            "strategy.run train step vs jit(shard_map) (s/step)",
+            results["ours"],
+            results["hand"],
+            "s/step",
+        )
+    ]
     _common.finish(rows, args.json)
 
 

@@ -10,6 +10,7 @@ from tpustrategy._src.data.example_proto import Feature as Feature
 from tpustrategy._src.data.example_proto import Features as Features
 from tpustrategy._src.data.example_proto import FloatList as FloatList
 from tpustrategy._src.data.example_proto import Int64List as Int64List
+from tpustrategy._src.data.example_proto import make_example as make_example
 from tpustrategy._src.data.iterator import DatasetIterator as DatasetIterator
 from tpustrategy._src.data.options import AUTOTUNE as AUTOTUNE
 from tpustrategy._src.data.options import INFINITE_CARDINALITY as INFINITE_CARDINALITY

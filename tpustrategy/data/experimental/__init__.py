@@ -6,3 +6,4 @@ from tpustrategy._src.data.options import SHARD_HINT as SHARD_HINT
 from tpustrategy._src.data.options import UNKNOWN_CARDINALITY as UNKNOWN_CARDINALITY
 from tpustrategy._src.data.options import AutoShardPolicy as AutoShardPolicy
 from tpustrategy._src.data.options import DistributeOptions as DistributeOptions
+from tpustrategy._src.input.autoshard import auto_shard_dataset as auto_shard_dataset
