@@ -38,7 +38,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "has_strategy": ("tpustrategy._src.strategy.context", "has_strategy"),
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn")
 
 
 def __getattr__(name: str) -> Any:
@@ -57,25 +57,29 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
-    from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
+    from tpustrategy._src.function import function as function
     from tpustrategy._src.input.input_context import InputContext as InputContext
     from tpustrategy._src.input.input_context import InputOptions as InputOptions
     from tpustrategy._src.input.input_context import InputReplicationMode as InputReplicationMode
-    from tpustrategy._src.values.distributed import Mirrored as Mirrored
-    from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
-    from tpustrategy._src.strategy.strategies import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
-    from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
-    from tpustrategy._src.values.distributed import PerReplica as PerReplica
     from tpustrategy._src.reduce_op import ReduceOp as ReduceOp
     from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
     from tpustrategy._src.strategy.base import Strategy as Strategy
-    from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
     from tpustrategy._src.strategy.base import ValueContext as ValueContext
-    from tpustrategy._src.variables.variable import Variable as Variable
-    from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
-    from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
-    from tpustrategy._src.function import function as function
     from tpustrategy._src.strategy.context import get_replica_context as get_replica_context
     from tpustrategy._src.strategy.context import get_strategy as get_strategy
     from tpustrategy._src.strategy.context import has_strategy as has_strategy
-    from tpustrategy._src.strategy.context import in_cross_replica_context as in_cross_replica_context
+    from tpustrategy._src.strategy.context import (
+        in_cross_replica_context as in_cross_replica_context,
+    )
+    from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
+    from tpustrategy._src.strategy.strategies import (
+        MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy,
+    )
+    from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
+    from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
+    from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
+    from tpustrategy._src.values.distributed import Mirrored as Mirrored
+    from tpustrategy._src.values.distributed import PerReplica as PerReplica
+    from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
+    from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
+    from tpustrategy._src.variables.variable import Variable as Variable

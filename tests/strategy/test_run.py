@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -243,3 +244,30 @@ def test_one_device_strategy_has_one_replica():
 def test_bad_device_string_names_the_device_and_the_fix():
     with pytest.raises(ValueError, match="'/cpu:99' does not exist"):
         tps.MirroredStrategy(["/cpu:99"])
+
+
+def test_python_control_flow_on_replica_values_falls_back_to_the_eager_path_with_a_warning():
+    s = _strategy(2)
+
+    def fn():
+        ctx = tps.get_replica_context()
+        if ctx.replica_id_in_sync_group == 0:
+            return 10
+        return 20
+
+    with pytest.warns(UserWarning, match="runs eagerly") as record:
+        out = s.run(fn)
+    assert "Fix:" in str(record[0].message)
+    assert list(out.values) == [10, 20]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(s.run(fn).values) == [10, 20]  # remembered: no second warning
+
+
+def test_compute_average_loss_divides_by_the_global_batch():
+    golden = case("e2e_compute_average_loss_R2")["output"]
+    s = _strategy(2)
+    losses = tps.PerReplica([np.array(v, np.float32) for v in case("e2e_compute_average_loss_R2")["input"]["per_replica_losses"]])
+    out = s.run(lambda x: (tps.nn.compute_average_loss(x), tps.nn.compute_average_loss(x, global_batch_size=10)), (losses,))
+    assert_close(render(out), golden["per_replica"])
+    assert_close([float(s.reduce("SUM", o, axis=None)) for o in out], golden["sum_over_replicas"])

@@ -29,7 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.strategy import dispatch
 from tpustrategy._src.values import regroup
-from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.variables import frames
 
 _STATIC, _ARRAY, _STACKED, _REPLICATED = 0, 1, 2, 3

@@ -23,8 +23,14 @@ from tpustrategy._src.strategy.eager_run import run_eagerly
 from tpustrategy._src.strategy.reduce import reduce_value
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
+from tpustrategy._src.variables import frames
 
 _NO_AXIS = object()
+# Raised while tracing when the replica function uses a per-replica value as a
+# Python value (``if replica_id == 0:``, ``int(x)``): TF's MirroredStrategy runs
+# such code per replica, so ``run`` does too (the eager path), with a warning.
+_CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                          jax.errors.TracerIntegerConversionError)
 
 
 class ValueContext:
@@ -139,11 +145,16 @@ class Strategy:
         if not isinstance(kwargs, dict):
             raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")
         with self._enter_for("run"):
-            if config.functions_run_eagerly():
+            if config.functions_run_eagerly() or self._runner.needs_eager(fn):
                 return run_eagerly(self, fn, tuple(args), kwargs)
             try:
                 return self._runner.run(fn, args, kwargs)
             except Ragged:
+                return run_eagerly(self, fn, tuple(args), kwargs)
+            except _CONCRETIZATION_ERRORS as e:
+                if frames.current() is not None:
+                    raise  # inside tps.function there is no eager fallback
+                self._runner.mark_eager(fn, e)
                 return run_eagerly(self, fn, tuple(args), kwargs)
 
     experimental_run_v2 = run

@@ -63,6 +63,7 @@ class CompiledRunner:
         self._strategy = strategy
         self._cache: collections.OrderedDict[Any, _Program] = collections.OrderedDict()
         self._known_vars: dict[int, list[Any]] = {}
+        self._eager_only: dict[int, Any] = {}
         self._created: dict[int, list[Any]] = {}
         mesh = strategy._mesh
         self._replicated = NamedSharding(mesh, P())
@@ -71,7 +72,6 @@ class CompiledRunner:
     # Inputs ----------------------------------------------------------------------
     def _classify(self, leaves: list[Any]) -> tuple[list[int], list[Any], tuple[Any, ...]]:
         kinds, dyn, key = [], [], []
-        n = self._strategy.num_replicas_in_sync
         for leaf in leaves:
             if isinstance(leaf, Mirrored):
                 value = leaf._primary()
@@ -96,7 +96,6 @@ class CompiledRunner:
                     key.append((STATIC, type(leaf), leaf))
                 except TypeError:
                     key.append((STATIC, type(leaf), id(leaf)))
-        del n
         return kinds, dyn, tuple(key)
 
     def stacked(self, value: DistributedValues) -> Any:
@@ -207,6 +206,26 @@ class CompiledRunner:
             for k in cell["kinds"]
         ]
         return _Program(fn, jax.jit(mapped), cell["treedef"], out_kinds, variables, written), []
+
+    # Eager fallback ------------------------------------------------------------------------
+    def needs_eager(self, fn: Any) -> bool:
+        return id(fn) in self._eager_only and self._eager_only[id(fn)] is fn
+
+    def mark_eager(self, fn: Any, error: BaseException) -> None:
+        """Remembers that ``fn`` must run eagerly, and says so once."""
+        import warnings
+
+        self._eager_only[id(fn)] = fn
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        warnings.warn(
+            f"strategy.run: {getattr(fn, '__qualname__', fn)!r} uses a per-replica value as a Python "
+            f"value ({type(error).__name__}: {first_line}), so it cannot be compiled into one "
+            "program; it now runs eagerly, one thread per replica (slower).\nFix: use jnp.where / "
+            "jax.lax.cond instead of Python control flow on replica values, or call "
+            "tps.config.run_functions_eagerly(True) to choose the eager path explicitly.",
+            UserWarning,
+            stacklevel=3,
+        )
 
     # Calling ---------------------------------------------------------------------------
     def run(self, fn: Any, args: Any, kwargs: Any) -> Any:
