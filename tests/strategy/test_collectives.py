@@ -190,3 +190,10 @@ def test_gather_concatenates_components_along_an_axis():
     np.testing.assert_array_equal(s.gather(pr, axis=0), [[1, 2], [3, 4], [5, 6]])
     out = s.run(lambda: jnp.stack([_rid(), _rid()]))
     np.testing.assert_array_equal(s.gather(out, axis=0), [0, 0, 1, 1])
+
+
+def test_all_reduce_results_are_mirrored_on_both_paths(path):
+    s = _strategy(3)
+    out, own = s.run(lambda: (tps.get_replica_context().all_reduce("SUM", _rid()), _rid()))
+    assert isinstance(out, tps.Mirrored) and isinstance(own, tps.PerReplica)
+    assert [int(v) for v in out.values] == [3, 3, 3]

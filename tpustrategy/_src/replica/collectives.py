@@ -100,7 +100,9 @@ def eager_all_reduce(ctx: Any, op: ReduceOp, leaves: list[Any]) -> list[Any]:
         return exchange(tuple(cts))
 
     reduce.defvjp(fwd, bwd)
-    return list(reduce(*leaves))
+    out = list(reduce(*leaves))
+    ctx._rendezvous.mark_invariant(ctx._local_id, out)
+    return out
 
 
 def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:

@@ -34,6 +34,10 @@ class Rendezvous:
         self._results: tuple[int, list[Any]] | None = None
         self._finished: set[int] = set()
         self._error: BaseException | None = None
+        # id(result) -> (replica, n-th collective of that replica): results of the same
+        # collective on every replica are equal, so ``run`` returns them as Mirrored.
+        self._invariant: dict[int, tuple[int, int]] = {}
+        self._collectives = [0] * num_replicas
 
     def exchange(self, replica_id: int, kind: str, value: Any) -> list[Any]:
         """Deposits ``value`` and returns every replica's value, in replica order."""
@@ -81,6 +85,15 @@ class Rendezvous:
                 raise self._error
             assert self._results is not None and self._results[0] == generation
             return self._results[1]
+
+    def mark_invariant(self, replica_id: int, results: list[Any]) -> None:
+        n = self._collectives[replica_id]
+        self._collectives[replica_id] = n + 1
+        for k, r in enumerate(results):
+            self._invariant[id(r)] = (n, k)
+
+    def invariant_token(self, value: Any) -> tuple[int, int] | None:
+        return self._invariant.get(id(value))
 
     def finish(self, replica_id: int) -> None:
         """Marks a replica thread as done (normally or by an exception)."""

@@ -68,7 +68,7 @@ def run_eagerly(strategy: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
         raise (original or raised)[0]
     if num_local == 1:
         return results[0]
-    return regroup.regroup(results)
+    return regroup.regroup(results, mirrored_ids=rendezvous.invariant_token)
 
 
 def _is_secondary(error: BaseException) -> bool:
