@@ -14,15 +14,15 @@ class Progress:
         self._enabled = enabled
         self._tty = sys.stdout.isatty()
         self._bar = None
-        self._start = time.perf_counter()
-        self._steps = 0
+        self._epoch_start = time.perf_counter()
+        self._epoch_steps = 0
         if enabled and self._tty:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="step", dynamic_ncols=True, file=sys.stdout)
 
     def update(self, steps: int, *, loss: float, epoch: int) -> None:
-        self._steps += steps
+        self._epoch_steps += steps
         if self._bar is not None:
             self._bar.set_postfix(epoch=epoch, loss=f"{loss:.4f}", refresh=False)
             self._bar.update(steps)
@@ -30,8 +30,11 @@ class Progress:
     def epoch_end(self, epoch: int, mean_loss: float) -> None:
         if not self._enabled:
             return
-        rate = self._steps / max(time.perf_counter() - self._start, 1e-9)
-        line = f"epoch {epoch:3d}  mean loss {mean_loss:.4f}  {rate:6.1f} steps/s"
+        now = time.perf_counter()
+        rate = self._epoch_steps / max(now - self._epoch_start, 1e-9)
+        self._epoch_start, self._epoch_steps = now, 0
+        note = "  (includes compiling the step)" if epoch == 1 else ""
+        line = f"epoch {epoch:3d}  mean loss {mean_loss:.4f}  {rate:6.1f} steps/s{note}"
         if self._bar is not None:
             self._bar.write(line)
         else:
