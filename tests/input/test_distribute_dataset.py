@@ -262,3 +262,22 @@ def test_per_replica_mode_is_rejected_for_distribute_dataset():
 def test_empty_dataset_gives_no_steps():
     s = _strategy(2)
     assert _steps(s, s.experimental_distribute_dataset(tpsd.Dataset.range(0).batch(4))) == []
+
+
+def test_dropping_an_iterator_stops_its_prefetch_thread():
+    import gc
+    import threading
+    import time
+
+    s = _strategy(2)
+    dist = s.experimental_distribute_dataset(tpsd.Dataset.range(1000).batch(4))
+    before = threading.active_count()
+    for _ in range(5):
+        it = iter(dist)
+        next(it)
+        del it
+    gc.collect()
+    deadline = time.time() + 10
+    while threading.active_count() > before and time.time() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before

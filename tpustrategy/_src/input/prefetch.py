@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,9 @@ class Prefetcher:
     """
 
     def __init__(self, produce: Callable[[], tuple[Any, Any]], depth: int):
-        self._produce = produce
+        # A weak reference: the worker thread must not keep the iterator alive, so
+        # dropping the iterator garbage-collects it and stops the thread.
+        self._produce_ref = weakref.WeakMethod(produce) if hasattr(produce, "__self__") else (lambda: produce)
         self._depth = depth
         self._cond = threading.Condition()
         self._queue: collections.deque = collections.deque()
@@ -50,8 +53,11 @@ class Prefetcher:
                 if self._stop:
                     return
             with self._production:
+                produce = self._produce_ref()
+                if produce is None:
+                    return
                 try:
-                    item: Any = ("ok", self._produce())
+                    item: Any = ("ok", produce())
                 except StopIteration:
                     item = ("end", None)
                 except BaseException as e:  # delivered to the consumer
@@ -61,13 +67,17 @@ class Prefetcher:
                         return
                     self._queue.append(item)
                     self._cond.notify_all()
+                del produce
             if item[0] != "ok":
                 return
 
     def next(self) -> tuple[Any, Any]:
         """The next ``(state_before, step)``; StopIteration at the end."""
         if self._depth == 0:
-            return self._produce()
+            produce = self._produce_ref()
+            if produce is None:
+                raise StopIteration
+            return produce()
         self._start()
         with self._cond:
             while not self._queue:
@@ -97,7 +107,7 @@ class Prefetcher:
         with self._cond:
             self._stop = True
             self._cond.notify_all()
-        if thread is not None:
+        if thread is not None and thread is not threading.current_thread():
             thread.join()
         self._thread = None
         with self._cond:
