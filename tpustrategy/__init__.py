@@ -38,7 +38,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "has_strategy": ("tpustrategy._src.strategy.context", "has_strategy"),
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu")
 
 
 def __getattr__(name: str) -> Any:

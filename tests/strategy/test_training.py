@@ -148,3 +148,14 @@ def test_two_thousand_consecutive_runs_with_an_all_reduce_do_not_deadlock():
     for _ in range(2000):
         out = s.run(fn, (x,))
     assert float(out.values[0]) == 28.0
+
+
+@pytest.mark.timeout(240)
+def test_a_thousand_runs_each_followed_by_a_reduce_do_not_deadlock():
+    s = _strategy(8)
+    x = tps.PerReplica([np.float32(i) for i in range(8)])
+    total = None
+    for _ in range(1000):
+        out = s.run(lambda x: x * 2.0, (x,))
+        total = s.reduce("SUM", out, axis=None)
+    assert float(total) == 56.0

@@ -17,7 +17,7 @@ import numpy as np
 
 from tpustrategy._src import config
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
-from tpustrategy._src.strategy import context
+from tpustrategy._src.strategy import context, dispatch
 from tpustrategy._src.strategy.compiled_run import CompiledRunner, Ragged
 from tpustrategy._src.strategy.eager_run import run_eagerly
 from tpustrategy._src.strategy.reduce import reduce_value
@@ -182,6 +182,7 @@ class Strategy:
             n = self.num_replicas_in_sync
             leaves, treedef = regroup.flatten(value)
             reduced = [reduce_value(op, leaf, axis, n) for leaf in leaves]
+            dispatch.track(reduced)  # a cross-device reduction is a program with a collective
             return jax.tree_util.tree_unflatten(treedef, reduced)
 
     # Values ------------------------------------------------------------------------
