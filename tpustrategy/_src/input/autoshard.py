@@ -173,10 +173,45 @@ def _hint_rewrite(node: Any, w: int, i: int, changes: list[str]) -> Any:
     return node
 
 
+def _try_file(dataset: Any, w: int, i: int, changes: list[str], requested: AutoShardPolicy,
+              api: str) -> tuple[Any, str]:
+    """FILE rewrite: ``(sharded, "")``, or ``(None, reason)`` under AUTO; raises under FILE."""
+    try:
+        return _file_rewrite(dataset, w, i, changes), ""
+    except _TooFewFiles as e:
+        reason = (
+            f"FILE sharding needs at least as many files as input pipelines, but {e.where} has "
+            f"{e.files} file(s) for {w} pipelines"
+        )
+        fix = (
+            "\nFix: set options.experimental_distribute.auto_shard_policy = AutoShardPolicy.DATA "
+            f"(or OFF) on the dataset, or split the input into at least {w} files."
+        )
+    except _NotShardable as e:
+        reason, fix = str(e), ""
+    if requested is AutoShardPolicy.FILE:
+        raise ValueError(f"{api}: could not apply FILE based sharding: {reason}.{fix}") from None
+    return None, reason
+
+
+def _warn_fallback(reason: str, stacklevel: int) -> None:
+    warnings.warn(
+        "AUTO sharding policy will apply DATA sharding policy as it failed to apply FILE "
+        f"sharding policy because of the following reason: {reason}. Every input pipeline "
+        "reads the whole dataset and keeps only its own share.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def _policy_of(dataset: Any) -> AutoShardPolicy:
+    requested = dataset.options().experimental_distribute.auto_shard_policy
+    return AutoShardPolicy(requested) if requested is not None else AutoShardPolicy.AUTO
+
+
 def plan(dataset: Any, num_pipelines: int, pipeline_id: int, num_replicas: int) -> Plan:
     """Rewrites ``dataset`` into pipeline ``pipeline_id`` of ``num_pipelines``."""
-    requested = dataset.options().experimental_distribute.auto_shard_policy
-    requested = AutoShardPolicy(requested) if requested is not None else AutoShardPolicy.AUTO
+    requested = _policy_of(dataset)
     batch = find_batch(dataset)
     g = batch.batch_size if batch is not None else None
     drop = bool(batch.drop_remainder) if batch is not None else False
@@ -186,81 +221,54 @@ def plan(dataset: Any, num_pipelines: int, pipeline_id: int, num_replicas: int) 
         decision.applied = "none"
         decision.reason = "one input pipeline: each global batch is split across the replicas"
         return Plan(dataset, "global", g, drop, w, decision)
+    per = num_replicas // w
+
+    def data_plan(reason: str = "") -> Plan:
+        decision.applied, decision.reason = "DATA", reason
+        decision.changes = [
+            f"pipeline {i} keeps the pieces of replicas {list(range(i * per, (i + 1) * per))} "
+            "of every global batch"
+        ]
+        return Plan(dataset, "global", g, drop, w, decision)
+
     changes: list[str] = []
+
+    def local_plan(applied: str, ds: Any) -> Plan:
+        node = find_batch(ds)
+        if node is not None:
+            share = split.pipeline_share(g, num_replicas, w, i)
+            changes.append(f"batch({g}) -> batch({share}): pipeline {i}'s replicas' share of each global batch")
+            ds = _resize_batch(ds, node, share)
+        decision.applied, decision.changes = applied, changes
+        return Plan(ds, "local", g, drop, w, decision)
+
+    if requested is AutoShardPolicy.DATA:
+        return data_plan()
     # Every pipeline must take the same decision, so look at all of their shares.
     starved = [j for j in range(w) if g is not None and split.pipeline_share(g, num_replicas, w, j) == 0]
     if starved:
-        zero = (
+        reason = (
             f"the global batch size {g} gives pipeline {starved[0]} no examples ({num_replicas} "
             f"replicas over {w} pipelines: its replicas' pieces are all empty)"
         )
-        if requested is AutoShardPolicy.AUTO:
-            warnings.warn(
-                "AUTO sharding policy will apply DATA sharding policy as it failed to apply FILE "
-                f"sharding policy because of the following reason: {zero}.",
-                UserWarning,
-                stacklevel=4,
-            )
-            decision.applied, decision.reason = "DATA", f"AUTO fell back to DATA: {zero}"
-            return Plan(dataset, "global", g, drop, w, decision)
-        if requested is not AutoShardPolicy.DATA:
+        if requested is not AutoShardPolicy.AUTO:
             raise ValueError(
-                f"experimental_distribute_dataset: with auto_shard_policy {requested.name}, {zero}.\n"
+                f"experimental_distribute_dataset: with auto_shard_policy {requested.name}, {reason}.\n"
                 f"Fix: use a global batch size of at least {num_replicas} (one example per replica), "
                 "or AutoShardPolicy.DATA."
             )
-
-    def resized(ds: Any) -> Any:
-        node = find_batch(ds)
-        if node is None:
-            return ds
-        share = split.pipeline_share(g, num_replicas, w, i)
-        changes.append(f"batch({g}) -> batch({share}): pipeline {i}'s replicas' share of each global batch")
-        return _resize_batch(ds, node, share)
-
+        _warn_fallback(reason, stacklevel=4)
+        return data_plan(f"AUTO fell back to DATA: {reason}")
     if requested in (AutoShardPolicy.FILE, AutoShardPolicy.AUTO):
-        try:
-            sharded = _file_rewrite(dataset, w, i, changes)
-            decision.applied, decision.changes = "FILE", changes
-            return Plan(resized(sharded), "local", g, drop, w, decision)
-        except _TooFewFiles as e:
-            reason = (
-                f"FILE sharding needs at least as many files as input pipelines, but {e.where} has "
-                f"{e.files} file(s) for {w} pipelines"
-            )
-            if requested is AutoShardPolicy.FILE:
-                raise ValueError(
-                    f"experimental_distribute_dataset: {reason}.\nFix: set "
-                    "options.experimental_distribute.auto_shard_policy = AutoShardPolicy.DATA "
-                    "(or OFF) on the dataset, or split the input into at least "
-                    f"{w} files."
-                ) from None
-        except _NotShardable as e:
-            reason = str(e)
-            if requested is AutoShardPolicy.FILE:
-                raise ValueError(f"experimental_distribute_dataset: FILE auto-sharding failed: {reason}") from None
-        changes.clear()
-        warnings.warn(
-            "AUTO sharding policy will apply DATA sharding policy as it failed to apply FILE "
-            f"sharding policy because of the following reason: {reason}. Every input pipeline "
-            "now reads the whole dataset and keeps its replicas' pieces of each global batch.",
-            UserWarning,
-            stacklevel=4,
-        )
-        decision.applied, decision.reason = "DATA", f"AUTO fell back to DATA: {reason}"
-        decision.changes = [f"pipeline {i} keeps pieces of replicas {list(range(i * num_replicas // w, (i + 1) * num_replicas // w))} of every global batch"]
-        return Plan(dataset, "global", g, drop, w, decision)
-    if requested is AutoShardPolicy.DATA:
-        decision.applied = "DATA"
-        decision.changes = [f"pipeline {i} keeps pieces of replicas {list(range(i * num_replicas // w, (i + 1) * num_replicas // w))} of every global batch"]
-        return Plan(dataset, "global", g, drop, w, decision)
+        sharded, reason = _try_file(dataset, w, i, changes, requested, "experimental_distribute_dataset")
+        if sharded is not None:
+            return local_plan("FILE", sharded)
+        _warn_fallback(reason, stacklevel=4)
+        return data_plan(f"AUTO fell back to DATA: {reason}")
     if requested is AutoShardPolicy.HINT:
-        hinted = _hint_rewrite(dataset, w, i, changes)
-        decision.applied, decision.changes = "HINT", changes
-        return Plan(resized(hinted), "local", g, drop, w, decision)
-    decision.applied, decision.changes = "OFF", changes
+        return local_plan("HINT", _hint_rewrite(dataset, w, i, changes))
     decision.reason = "every input pipeline reads the whole dataset"
-    return Plan(resized(dataset), "local", g, drop, w, decision)
+    return local_plan("OFF", dataset)
 
 
 def auto_shard_dataset(dataset: Any, num_workers: int, index: int, num_replicas_in_sync: int | None = None) -> Any:
@@ -284,33 +292,16 @@ def auto_shard_dataset(dataset: Any, num_workers: int, index: int, num_replicas_
         raise ValueError(f"num_workers must be greater than zero. Received: {num_workers!r}.")
     if not isinstance(index, int) or not 0 <= index < num_workers:
         raise ValueError(f"index must be between 0 and {num_workers - 1}. Received: {index!r}.")
-    requested = dataset.options().experimental_distribute.auto_shard_policy
-    requested = AutoShardPolicy(requested) if requested is not None else AutoShardPolicy.AUTO
+    requested = _policy_of(dataset)
     if requested is AutoShardPolicy.OFF or (requested is AutoShardPolicy.FILE and num_workers == 1):
         return dataset
     changes: list[str] = []
     if requested is AutoShardPolicy.HINT:
         return _hint_rewrite(dataset, num_workers, index, changes)
     if requested in (AutoShardPolicy.FILE, AutoShardPolicy.AUTO):
-        try:
-            return _file_rewrite(dataset, num_workers, index, changes)
-        except _TooFewFiles as e:
-            reason = f"{e.where} has {e.files} file(s), fewer than the {num_workers} workers"
-            if requested is AutoShardPolicy.FILE:
-                raise ValueError(
-                    f"auto_shard_dataset: could not apply FILE based sharding: {reason}.\nFix: set "
-                    "the auto_shard_policy to DATA or OFF, or split the input into at least "
-                    f"{num_workers} files."
-                ) from None
-        except _NotShardable as e:
-            reason = str(e)
-            if requested is AutoShardPolicy.FILE:
-                raise ValueError(f"auto_shard_dataset: {reason}") from None
+        sharded, reason = _try_file(dataset, num_workers, index, changes, requested, "auto_shard_dataset")
+        if sharded is not None:
+            return sharded
         if num_workers > 1:
-            warnings.warn(
-                "AUTO sharding policy will apply DATA sharding policy as it failed to apply FILE "
-                f"sharding policy because of the following reason: {reason}",
-                UserWarning,
-                stacklevel=2,
-            )
+            _warn_fallback(reason, stacklevel=2)
     return dataset.shard(num_workers, index)
