@@ -92,21 +92,37 @@ class MultiWorkerMirroredStrategy(Strategy):
 
 
 def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[Any]:
+    """The logical-core-0 device of every replica of a ``DeviceAssignment``.
+
+    A replica's core is named by (task, TPU ordinal within the task); task t is
+    JAX process t, whose devices are numbered in ``id`` order. Without that many
+    processes (fake CPU devices, one process), task t's devices are taken as the
+    t-th block of ``num_tpus_per_task`` devices, modulo the device count.
+    """
     num_replicas = getattr(assignment, "num_replicas", None)
     if not isinstance(num_replicas, int) or num_replicas < 1:
         raise TypeError(
             "TPUStrategy: `device_assignment` must be a tps.tpu.DeviceAssignment (with a "
             f"positive num_replicas). Received: {assignment!r}."
         )
-    cores = getattr(assignment, "num_cores_per_replica", 1)
-    lookup = getattr(assignment, "tpu_ordinal", None)
-    if lookup is not None and cores >= 1:
-        picked = [devices[lookup(r, 0) % len(devices)] for r in range(num_replicas)]
-    else:
-        picked = devices[:num_replicas]
-    if len(picked) != num_replicas or len(set(picked)) != num_replicas:
+    topology = assignment.topology
+    per_task = topology.num_tpus_per_task
+    by_process: dict[int, list[Any]] = {}
+    for d in sorted(devices, key=lambda d: d.id):
+        by_process.setdefault(d.process_index, []).append(d)
+    picked = []
+    for r in range(num_replicas):
+        task = topology.task_ordinal_at_coordinates(assignment.coordinates(r, 0))
+        ordinal = assignment.tpu_ordinal(r, 0)
+        if len(by_process) > 1 and task in by_process:
+            local = by_process[task]
+            picked.append(local[ordinal % len(local)])
+        else:
+            picked.append(devices[(task * per_task + ordinal) % len(devices)])
+    if len(set(picked)) != num_replicas:
         raise ValueError(
             f"TPUStrategy: the device assignment asks for {num_replicas} replicas but only "
-            f"{len(devices)} devices are available."
+            f"{len(devices)} devices are available (replicas would share a device).\nFix: build "
+            "the assignment with num_replicas <= the number of devices."
         )
     return picked
