@@ -97,6 +97,17 @@ class _RepeatIterator(NodeIterator):
                 break
         return []
 
+    def _next_batch(self, n: int, api: str) -> tuple[int, Any] | None:
+        # Keeps the column path of sources (range, from_tensor_slices) under repeat().
+        while self._it is not None:
+            got = self._it._next_batch(n, api)
+            if got is not None and got[0]:
+                self._produced = True
+                return got
+            if not self._advance():
+                break
+        return None
+
     def get_state(self) -> dict[str, Any]:
         return {
             "epoch": self._epoch,

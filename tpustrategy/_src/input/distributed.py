@@ -62,9 +62,14 @@ class _StepSource:
 
     # Subclasses: _host_state(), _set_host_state(state), _next_pieces() -> pieces list.
     def _produce(self) -> tuple[Any, Any]:
+        """Runs on the prefetch thread: host work and the copies to the devices."""
         state = self._host_state()
         pieces, whole = self._next_pieces()
-        return state, (pieces, whole)
+        return state, self._group(pieces, whole)
+
+    def _group(self, pieces: list[Any], whole: Any = None) -> Any:
+        return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
+                               self._first_replica)
 
     def get_next(self) -> Any:
         _check_not_in_replica()
@@ -76,11 +81,9 @@ class _StepSource:
         return self._tps_pull()
 
     def _tps_pull(self) -> Any:
-        pieces, whole = self._next_step()
-        return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
-                               self._first_replica)
+        return self._next_step()
 
-    def _next_step(self) -> tuple[list[Any], Any]:
+    def _next_step(self) -> Any:
         try:
             _, step = self._prefetcher.next() if not self._local_done else (None, None)
             has = step is not None
@@ -93,7 +96,7 @@ class _StepSource:
             if not np.any(flags):
                 raise StopIteration
             if not has:
-                return self._empty_pieces(), None
+                return self._group(self._empty_pieces())
         elif not has:
             raise StopIteration
         return step

@@ -1,7 +1,7 @@
 """Steps prepared ahead on a background thread, with exact checkpoint positions.
 
 A producer thread pulls host elements, splits them and transfers them to the
-devices, keeping at most ``depth`` finished steps in a queue, so host work and
+devices (the caller's ``produce`` does all of that), keeping at most ``depth`` finished steps in a queue, so host work and
 host-to-device copies overlap the compiled step. Each queued step carries the
 host iterator's state from *before* it was produced: ``get_state`` reports the
 position of the next step the consumer will get, not of what was prefetched.

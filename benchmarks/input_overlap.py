@@ -1,0 +1,207 @@
+"""Input overlap: a train step fed from a TFRecord pipeline vs from batches already on the devices.
+
+MLP 64 -> 512 -> 512 -> 10, 8 replicas, global batch 1024, optax SGD. The step
+is one ``tps.function`` (``strategy.run`` + ``strategy.reduce`` inside, one
+dispatch per call) and is measured two ways, interleaved in one process:
+
+  pipeline-fed     ``next(iterator)`` inside the ``tps.function``: the iterator
+                   of ``experimental_distribute_dataset(TFRecordDataset(files)
+                   .repeat().batch(1024).map(parse_example))``, prepared on the
+                   library's background thread (``prefetch_to_device=2``).
+  device-resident  the same step body given one fixed, pre-distributed batch.
+
+ratio = pipeline-fed / device-resident seconds per step (target <= 1.10).
+
+Further rows say where the extra time goes, per step or batch, measured in the
+same rounds: the process CPU time per step on both sides (the host work the
+pipeline adds: on a machine whose cores the step already keeps busy it cannot
+hide); the host pipeline alone (read + batch + parse, what the prefetch thread
+does); the split + ``device_put`` of one parsed batch; and the time the calling
+thread spends inside ``next(iterator)`` during the pipeline-fed run (the part of
+input work that is not overlapped with the step).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
+
+_common.setup_devices(8)
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+import tpustrategy as tps  # noqa: E402
+import tpustrategy.data as tpsd  # noqa: E402
+from tpustrategy._src.input import to_device  # noqa: E402
+
+LR = 0.01
+SIZES = [64, 512, 512, 10]
+GLOBAL_BATCH = 1024
+N_FILES = 4
+FEATURES = {"x": tpsd.FixedLenFeature([64], "float32"), "label": tpsd.FixedLenFeature([], "int64")}
+
+
+def init_params(key):
+    params = []
+    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        params.append((jax.random.normal(jax.random.fold_in(key, i), (a, b)) / np.sqrt(a), np.zeros(b, np.float32)))
+    return params
+
+
+def loss_fn(params, x, y):
+    h = x
+    for i, (w, b) in enumerate(params):
+        h = h @ w + b
+        if i < len(params) - 1:
+            h = jax.nn.relu(h)
+    return optax.softmax_cross_entropy_with_integer_labels(h, y).mean()
+
+
+def write_records(tmp: str, count: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(count, 64)).astype(np.float32)
+    labels = rng.integers(0, 10, size=count)
+    paths, per_file = [], count // N_FILES
+    for i in range(N_FILES):
+        path = os.path.join(tmp, f"train-{i:02d}.tfrecord")
+        with tpsd.TFRecordWriter(path) as w:
+            for j in range(i * per_file, (i + 1) * per_file):
+                w.write(tpsd.make_example({"x": xs[j], "label": int(labels[j])}).SerializeToString())
+        paths.append(path)
+    return paths, xs, labels
+
+
+def pipeline(files: list[str]):
+    return tpsd.TFRecordDataset(files).repeat().batch(GLOBAL_BATCH).map(lambda s: tpsd.parse_example(s, FEATURES))
+
+
+def wait(out):
+    jax.block_until_ready(jax.tree.leaves(out, is_leaf=lambda v: isinstance(v, tps.DistributedValues)))
+
+
+def main() -> None:
+    args = _common.parser(__doc__.splitlines()[0]).parse_args()
+    strategy = tps.MirroredStrategy()
+    n = strategy.num_replicas_in_sync
+    tx = optax.sgd(LR)
+    iters, rounds = (15, 3) if args.quick else (20, 15)
+    count = (8 if args.quick else 24) * GLOBAL_BATCH  # several files, repeated
+
+    def replica_step(params, opt_state, x, y):
+        ctx = tps.get_replica_context()
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = tx.update(ctx.all_reduce("MEAN", grads), opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    def step(params, opt_state, batch):
+        params, opt_state, loss = strategy.run(replica_step, (params, opt_state, batch["x"], batch["label"]))
+        return params, opt_state, strategy.reduce("MEAN", loss, axis=None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        files, xs, labels = write_records(tmp, count)
+        print(f"wrote {count} Examples into {N_FILES} files in {time.perf_counter() - t0:.1f}s")
+
+        dist = strategy.experimental_distribute_dataset(pipeline(files))
+        iterator = iter(dist)
+
+        @tps.function
+        def pipeline_step(params, opt_state):
+            return step(params, opt_state, next(iterator))
+
+        @tps.function
+        def resident_step(params, opt_state, batch):
+            return step(params, opt_state, batch)
+
+        # One batch, already distributed and on the devices: the first batch of the files.
+        fixed = next(iter(strategy.experimental_distribute_dataset(pipeline(files))))
+        got = np.concatenate([np.asarray(v) for v in strategy.experimental_local_results(fixed["x"])])
+        np.testing.assert_array_equal(got, xs[:GLOBAL_BATCH])
+        wait(fixed)
+
+        p0 = init_params(jax.random.PRNGKey(0))
+        st = {"pipe": (p0, tx.init(p0)), "res": (p0, tx.init(p0))}
+
+        def pipe_one():
+            params, opt_state, loss = pipeline_step(*st["pipe"])
+            st["pipe"] = (params, opt_state)
+            return loss
+
+        def res_one():
+            params, opt_state, loss = resident_step(*st["res"], fixed)
+            st["res"] = (params, opt_state)
+            return loss
+
+        # Breakdown: each component alone, per batch of 1024.
+        host_it = iter(pipeline(files))
+        parsed = next(host_it)
+        pieces = [{k: v[i * GLOBAL_BATCH // n:(i + 1) * GLOBAL_BATCH // n] for k, v in parsed.items()}
+                  for i in range(n)]
+
+        def host_one():
+            return next(host_it)
+
+        def put_one():
+            return to_device.group(strategy, pieces, True, parsed)
+
+        consumer: list[float] = []  # calling-thread seconds inside next(iterator), per pull
+        pull = iterator._tps_pull
+
+        def timed_pull():
+            t = time.perf_counter()
+            out = pull()
+            consumer.append(time.perf_counter() - t)
+            return out
+
+        iterator._tps_pull = timed_pull  # what tps.function calls for next(iterator)
+        cpu: dict[str, list[float]] = {"pipe": [], "res": []}
+
+        def measured(key, fn):
+            def run():
+                c = time.process_time()
+                wall = _common.timed_loop(fn, iters, wait)
+                cpu[key].append((time.process_time() - c) / iters)
+                return wall
+            return run
+
+        for fn in (pipe_one, res_one, put_one, host_one):  # compile and warm up
+            _common.timed_loop(fn, 5, wait)
+        consumer.clear()
+        res = _common.side_by_side({
+            "pipe": measured("pipe", pipe_one),
+            "res": measured("res", res_one),
+            "host": lambda: _common.timed_loop(host_one, iters, lambda _: None),
+            "put": lambda: _common.timed_loop(put_one, iters, wait),
+        }, rounds)
+        iterator.close()
+        losses = [float(np.asarray(strategy.experimental_local_results(x)[0])) for x in (pipe_one(), res_one())]
+        assert all(np.isfinite(v) for v in losses), losses
+
+    paired = statistics.median(p / r for p, r in zip(res["pipe"], res["res"]))
+    res_median = statistics.median(res["res"])
+    rows = [
+        _common.row("TFRecord pipeline-fed vs device-resident train step", res["pipe"], res["res"],
+                    "s/step", note=f"tps.function + next(iterator); paired ratio {paired:.3f}; target <= 1.10"),
+    ]
+    extra_cpu = statistics.median(cpu["pipe"]) - statistics.median(cpu["res"])
+    rows.append(_common.row("  process CPU time per step, pipeline-fed vs device-resident", cpu["pipe"], cpu["res"],
+                            "cpu-s/step", note=f"+{extra_cpu * 1e3:.2f} ms CPU/step; {os.cpu_count()} cores"))
+    res["consumer"] = [statistics.median(consumer[i:i + iters]) for i in range(0, len(consumer), iters)]
+    for key, label in (("host", "host pipeline alone (read+batch+parse)"),
+                       ("put", "split + device_put of one parsed batch"),
+                       ("consumer", "calling thread inside next(iterator)")):
+        rows.append(_common.row(f"  breakdown: {label} vs resident step", res[key], res["res"], "s/batch",
+                                note=f"{statistics.median(res[key]) / res_median:.1%} of a step"))
+    _common.finish(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()
