@@ -37,8 +37,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "get_strategy": ("tpustrategy._src.strategy.context", "get_strategy"),
     "has_strategy": ("tpustrategy._src.strategy.context", "has_strategy"),
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
+    "initialize": ("tpustrategy._src.cluster.initialize", "initialize"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver")
 
 
 def __getattr__(name: str) -> Any:
@@ -57,6 +58,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from tpustrategy._src.cluster.initialize import initialize as initialize
     from tpustrategy._src.function import function as function
     from tpustrategy._src.input.input_context import InputContext as InputContext
     from tpustrategy._src.input.input_context import InputOptions as InputOptions

@@ -1,0 +1,1 @@
+"""Cluster resolvers and multi-process start-up (``tps.initialize``, the launcher)."""

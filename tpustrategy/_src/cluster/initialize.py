@@ -1,0 +1,348 @@
+"""tps.initialize: resolve the job's processes, validate them, start ``jax.distributed`` once.
+
+Each of ``coordinator_address``, ``num_processes`` and ``process_id`` is taken
+from the first source that knows it:
+
+1. the explicit argument;
+2. the ``cluster_resolver`` argument;
+3. the environment: ``TPS_COORDINATOR_ADDRESS`` / ``TPS_NUM_PROCESSES`` /
+   ``TPS_PROCESS_ID`` (set by ``python -m tpustrategy.launch``), then ``TF_CONFIG``;
+4. JAX's own detection (Cloud TPU, Slurm, Open MPI, Kubernetes), which fills
+   whatever is still unknown inside ``jax.distributed.initialize``.
+
+A job of one process with no coordinator needs no distributed runtime, and the
+call is skipped. For a loopback coordinator the ``*_proxy`` variables are
+removed (gRPC may route loopback traffic through them) and the coordinator
+binds only to the loopback address. The CPU collective timeout is set so a stuck
+peer turns into an error instead of a hang.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from tpustrategy._src.cluster import validate
+from tpustrategy._src.cluster.tf_config import TFConfigClusterResolver, load_tf_config
+
+logger = logging.getLogger("tpustrategy")
+
+ENV_COORDINATOR = "TPS_COORDINATOR_ADDRESS"
+ENV_NUM_PROCESSES = "TPS_NUM_PROCESSES"
+ENV_PROCESS_ID = "TPS_PROCESS_ID"
+_COLLECTIVE_FLAG = "--xla_cpu_collective_timeout_seconds"
+# Versions of jaxlib on which the flag above was checked to exist (an unknown
+# XLA flag aborts the process, so it is never set blindly).
+_COLLECTIVE_FLAG_MIN_JAX = (0, 10)
+_FIELDS = ("coordinator_address", "num_processes", "process_id")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterConfig:
+    """What ``tps.initialize`` resolved and did.
+
+    Attributes:
+      coordinator_address: ``host:port`` of process 0 (None: left to JAX).
+      num_processes: number of processes (None: left to JAX).
+      process_id: this process's id (None: left to JAX).
+      sources: where each of the three came from (``"argument"``, ``"resolver"``,
+        an environment variable name, ``"TF_CONFIG"``, or ``"jax"``).
+      jax_kwargs: the keyword arguments given to ``jax.distributed.initialize``
+        (empty when it was not called: a single process).
+    """
+
+    coordinator_address: str | None
+    num_processes: int | None
+    process_id: int | None
+    sources: dict[str, str]
+    jax_kwargs: dict[str, Any]
+
+    @property
+    def distributed(self) -> bool:
+        """Whether ``jax.distributed.initialize`` was called."""
+        return bool(self.jax_kwargs)
+
+
+_lock = threading.Lock()
+_done: ClusterConfig | None = None
+
+
+def _resolver_values(resolver: Any) -> dict[str, Any]:
+    missing = [f for f in _FIELDS if not hasattr(type(resolver), f) and not hasattr(resolver, f)]
+    if missing:
+        raise TypeError(
+            f"tps.initialize: cluster_resolver must be a tps.cluster_resolver resolver (with "
+            f"{', '.join(_FIELDS)}). Received: {resolver!r}, which lacks {', '.join(missing)}.\n"
+            "Fix: pass tps.cluster_resolver.TFConfigClusterResolver(), SimpleClusterResolver"
+            "(...), SlurmClusterResolver() or TPUClusterResolver(...)."
+        )
+    return {f: getattr(resolver, f) for f in _FIELDS}
+
+
+def _env_values() -> list[tuple[str, dict[str, Any]]]:
+    tps_env: dict[str, Any] = {}
+    raw = os.environ.get(ENV_COORDINATOR, "").strip()
+    if raw:
+        tps_env["coordinator_address"] = (raw, ENV_COORDINATOR)
+    for field, name in (("num_processes", ENV_NUM_PROCESSES), ("process_id", ENV_PROCESS_ID)):
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            tps_env[field] = (validate.parse_env_int(name, raw), name)
+    tf_env: dict[str, Any] = {}
+    if load_tf_config().get("cluster"):
+        values = _resolver_values(TFConfigClusterResolver())
+        tf_env = {k: (v, "TF_CONFIG") for k, v in values.items() if v is not None}
+    return [("env", tps_env), ("TF_CONFIG", tf_env)]
+
+
+def resolve(cluster_resolver: Any = None, *, coordinator_address: str | None = None,
+            num_processes: int | None = None,
+            process_id: int | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """Merges the sources field by field and validates the result.
+
+    Returns:
+      ``(values, sources)``: the three fields (None where unknown) and where
+      each known one came from.
+    """
+    layers: list[dict[str, tuple[Any, str]]] = [
+        {k: (v, "argument") for k, v in zip(_FIELDS, (coordinator_address, num_processes,
+                                                       process_id)) if v is not None},
+    ]
+    if cluster_resolver is not None:
+        layers.append({k: (v, f"{type(cluster_resolver).__name__}")
+                       for k, v in _resolver_values(cluster_resolver).items() if v is not None})
+    layers.extend(layer for _, layer in _env_values())
+    values: dict[str, Any] = dict.fromkeys(_FIELDS)
+    sources: dict[str, str] = {}
+    for field in _FIELDS:
+        for layer in layers:
+            if field in layer:
+                values[field], sources[field] = layer[field]
+                break
+    if values["coordinator_address"] is not None:
+        values["coordinator_address"] = validate.check_address(
+            values["coordinator_address"], sources["coordinator_address"])
+    if values["num_processes"] is not None:
+        validate.check_num_processes(values["num_processes"], sources["num_processes"])
+    if values["process_id"] is not None:
+        validate.check_process_id(values["process_id"], sources["process_id"])
+    if values["num_processes"] is not None and values["process_id"] is not None:
+        validate.check_process_in_range(values["process_id"], values["num_processes"],
+                                        (sources["process_id"], sources["num_processes"]))
+    return values, sources
+
+
+def _unset_proxies() -> None:
+    removed = [k for k in list(os.environ) if k.lower().endswith("_proxy")]
+    for key in removed:
+        del os.environ[key]
+    if removed:
+        logger.info("tps.initialize: loopback coordinator; unset %s", ", ".join(removed))
+
+
+def _set_collective_timeout(seconds: int | None) -> None:
+    import jax
+
+    if seconds is None or _COLLECTIVE_FLAG in os.environ.get("XLA_FLAGS", ""):
+        return
+    if tuple(jax.__version_info__[:2]) < _COLLECTIVE_FLAG_MIN_JAX:
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} {_COLLECTIVE_FLAG}={seconds}".strip()
+
+
+def _watchdog(values: dict[str, Any], timeout: int) -> threading.Timer:
+    """Says, before JAX aborts the process, why start-up is taking this long."""
+
+    def warn() -> None:
+        pid, n = values["process_id"], values["num_processes"]
+        who = f"process {pid} of {n}" if pid is not None else "this process"
+        message = (
+            f"tps.initialize: {who} has waited {timeout} s for the job to assemble at "
+            f"coordinator {values['coordinator_address']} (initialization_timeout={timeout}).\n"
+            "A peer did not start, died before calling tps.initialize, or was given another "
+            "coordinator_address / num_processes. JAX will end this process when its own "
+            "deadline passes.\nFix: check that every process runs with the same "
+            "coordinator_address and num_processes and a distinct process_id; raise "
+            "initialization_timeout if peers start slowly."
+        )
+        if logger.hasHandlers():
+            logger.error(message)
+        else:  # the process may be about to abort: make sure the reason is visible
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+
+    timer = threading.Timer(timeout, warn)
+    timer.daemon = True
+    return timer
+
+
+def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None = None,
+               num_processes: int | None = None, process_id: int | None = None,
+               local_device_ids: int | Sequence[int] | None = None,
+               initialization_timeout: int = 300, heartbeat_timeout: int = 100,
+               shutdown_timeout: int = 60, collective_timeout: int | None = 300,
+               coordinator_bind_address: str | None = None,
+               cluster_detection_method: str | None = None) -> ClusterConfig:
+    """Starts this process's part of a multi-process job (``jax.distributed.initialize``).
+
+    Call it first, before creating a strategy or touching JAX devices, on every
+    process of the job. Precedence for each of ``coordinator_address``,
+    ``num_processes`` and ``process_id``: explicit argument > ``cluster_resolver``
+    > ``TPS_*`` environment variables > ``TF_CONFIG`` > JAX's detection.
+
+    Args:
+      cluster_resolver: a ``tps.cluster_resolver`` resolver.
+      coordinator_address: ``host:port`` of process 0, the same on every process.
+      num_processes: number of processes of the job.
+      process_id: this process's id, in ``0 .. num_processes - 1``.
+      local_device_ids: restricts this process to these local devices.
+      initialization_timeout: seconds to wait for every process to join.
+      heartbeat_timeout: seconds without heartbeats after which a process is dead
+        (JAX then ends the job).
+      shutdown_timeout: seconds a finishing process waits for the others.
+      collective_timeout: seconds a CPU collective waits for a peer before
+        failing (``None``: XLA's default). Not applied if ``XLA_FLAGS`` already
+        sets it.
+      coordinator_bind_address: where process 0's coordinator listens; default
+        the coordinator address itself when it is a loopback address, else every
+        interface (JAX's default).
+      cluster_detection_method: passed to JAX (e.g. ``"mpi4py"``, ``"deactivate"``).
+
+    Returns:
+      A ``ClusterConfig`` saying what was resolved and from where.
+
+    Raises:
+      TypeError / ValueError: an argument, resolver value or environment
+        variable is invalid, or JAX could not detect the values still missing.
+      RuntimeError: called again with different arguments, or after JAX
+        started its backend.
+
+    Example:
+      >>> tps.initialize(coordinator_address="10.0.0.1:1234", num_processes=2,
+      ...                process_id=0)                                  # doctest: +SKIP
+      >>> strategy = tps.MultiWorkerMirroredStrategy()                # doctest: +SKIP
+    """
+    global _done
+    timeouts = {
+        "initialization_timeout": validate.check_timeout(initialization_timeout,
+                                                         "initialization_timeout"),
+        "heartbeat_timeout_seconds": validate.check_timeout(heartbeat_timeout,
+                                                            "heartbeat_timeout"),
+        "shutdown_timeout_seconds": validate.check_timeout(shutdown_timeout, "shutdown_timeout"),
+    }
+    if collective_timeout is not None:
+        collective_timeout = validate.check_timeout(collective_timeout, "collective_timeout")
+    device_ids = validate.check_local_device_ids(local_device_ids)
+    values, sources = resolve(cluster_resolver, coordinator_address=coordinator_address,
+                              num_processes=num_processes, process_id=process_id)
+    address = values["coordinator_address"]
+    if coordinator_bind_address is not None:
+        coordinator_bind_address = validate.check_address(
+            coordinator_bind_address, name="coordinator_bind_address")
+    elif address is not None and validate.is_loopback(address):
+        coordinator_bind_address = address
+    single = values["num_processes"] == 1 and address is None
+    kwargs: dict[str, Any] = {} if single else {
+        **values,
+        "local_device_ids": device_ids,
+        "cluster_detection_method": cluster_detection_method,
+        **timeouts,
+        "coordinator_bind_address": coordinator_bind_address,
+    }
+    config = ClusterConfig(**values, sources=sources, jax_kwargs=kwargs)
+    with _lock:
+        if _done is not None:
+            if _done.jax_kwargs == kwargs and _done.sources == sources:
+                return _done
+            raise RuntimeError(
+                "tps.initialize was already called with different arguments.\n"
+                f"First call:  {_describe(_done)}\nThis call:   {_describe(config)}\n"
+                "Fix: call tps.initialize once per process, at start-up; a running "
+                "process cannot join another job."
+            )
+        if single:
+            logger.info("tps.initialize: a single process; jax.distributed is not needed.")
+            _done = config
+            return config
+        _check_not_started_elsewhere(values)
+        if address is not None and validate.is_loopback(address):
+            _unset_proxies()
+        _set_collective_timeout(collective_timeout)
+        _call_jax(kwargs, values, sources, timeouts["initialization_timeout"])
+        _done = config
+        return config
+
+
+def _check_not_started_elsewhere(values: dict[str, Any]) -> None:
+    import jax
+
+    if not jax.distributed.is_initialized():
+        return
+    from jax._src import distributed
+
+    state = distributed.global_state
+    running = {"coordinator_address": state.coordinator_address,
+               "num_processes": state.num_processes, "process_id": state.process_id}
+    if all(values[k] in (None, running[k]) for k in _FIELDS):
+        return
+    raise RuntimeError(
+        "tps.initialize: jax.distributed was already initialized (directly through JAX) "
+        f"with {running}, which differs from {values}.\n"
+        "Fix: call only one of tps.initialize and jax.distributed.initialize."
+    )
+
+
+def _call_jax(kwargs: dict[str, Any], values: dict[str, Any], sources: dict[str, str],
+              init_timeout: int) -> None:
+    import jax
+
+    if jax.distributed.is_initialized():
+        return
+    timer = _watchdog(values, init_timeout)
+    timer.start()
+    try:
+        jax.distributed.initialize(**kwargs)
+    except ValueError as err:
+        missing = [f for f in _FIELDS if values[f] is None]
+        if not missing:
+            raise
+        raise ValueError(
+            f"tps.initialize: could not find {', '.join(missing)} for this process: no "
+            "argument, resolver, TPS_* environment variable or TF_CONFIG gave "
+            f"{'it' if len(missing) == 1 else 'them'}, and JAX's detection (Cloud TPU, Slurm, "
+            f"Open MPI, Kubernetes) found no cluster ({err}).\n"
+            "Fix: pass coordinator_address=..., num_processes=..., process_id=... (or set "
+            f"{ENV_COORDINATOR}, {ENV_NUM_PROCESSES}, {ENV_PROCESS_ID}), start the job with "
+            "`python -m tpustrategy.launch -n N script.py`, or skip tps.initialize for a "
+            "single process."
+        ) from err
+    except RuntimeError as err:
+        if "must be called before" not in str(err):
+            raise
+        raise RuntimeError(
+            "tps.initialize must run before JAX starts its backend, but something already "
+            "used JAX devices (a strategy, jax.devices(), a computation).\n"
+            "Fix: call tps.initialize() first thing in the program, before creating a "
+            "strategy or any array."
+        ) from err
+    finally:
+        timer.cancel()
+
+
+def _describe(config: ClusterConfig) -> str:
+    if not config.jax_kwargs:
+        return "single process (jax.distributed not started)"
+    return ", ".join(f"{k}={v!r}" for k, v in config.jax_kwargs.items())
+
+
+def _reset_for_tests() -> None:
+    """Forgets an earlier call (unit tests patch jax.distributed.initialize)."""
+    global _done
+    with _lock:
+        _done = None
