@@ -51,14 +51,6 @@ def test_reduce_with_axis_of_run_outputs_spans_processes(collectives):
         assert result["reduce_mean_axis0_run"] == 3.5
 
 
-_HOST_VALUES_BUG = (
-    "library bug: strategy.reduce(axis=...) of a PerReplica built from host values (ragged "
-    "pieces, experimental_distribute_values_from_function) reduces only this process's "
-    "replicas (tpustrategy/_src/strategy/reduce.py::_reduce_per_replica, the non-stacked "
-    "path has no cross-process step): process 0 gets 1.5 and process 1 gets 4.5")
-
-
-@pytest.mark.xfail(strict=True, reason=_HOST_VALUES_BUG)
 def test_reduce_mean_of_a_partial_batch_over_processes_is_the_true_mean(collectives):
     # Golden mwms: MEAN with axis=0 of [0, 1, 2, 3] (worker 0) and [4, 5] (worker 1) is 2.5.
     for result in collectives.values():
@@ -66,7 +58,6 @@ def test_reduce_mean_of_a_partial_batch_over_processes_is_the_true_mean(collecti
         assert result["reduce_sum_axis0"] == 15.0
 
 
-@pytest.mark.xfail(strict=True, reason=_HOST_VALUES_BUG)
 def test_reduce_of_values_from_function_spans_processes(collectives):
     for result in collectives.values():
         assert result["reduce_mean_axis0_host"] == 3.5
@@ -100,3 +91,19 @@ def test_file_sharded_tfrecords_are_seen_exactly_once_and_end_together(tmp_path)
     for pid in (0, 1):
         assert "applied='FILE'" in results[pid]["decision"]
         assert results[pid]["warnings"] == []
+
+
+def test_a_ragged_step_runs_eagerly_on_every_process_with_collectives_across_them():
+    job = run_job("worker_ragged.py", timeout=90)
+    assert job.returncode == 0, job.stderr[-3000:]
+    results = job.results()
+    assert sorted(results) == [0, 1], job.stdout[-3000:]
+    for pid, result in results.items():
+        ragged, even = result["steps"]
+        # Sum of 0..5 over all 8 replicas. d/dw all_reduce(SUM, w * s_r) on replica r is the
+        # SUM of the 8 upstream ones times s_r: 8 * s_r (s = 0, 1, 2, 3 | 4, 5, 0, 0).
+        assert ragged["sum"] == [15.0] * 4
+        assert ragged["grad"] == ([0.0, 8.0, 16.0, 24.0] if pid == 0 else [32.0, 40.0, 0.0, 0.0])
+        assert all(g == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] for g in ragged["gathered"])
+        assert ragged["reduce_mean_axis0"] == 2.5
+        assert even["sum"] == [120.0] * 4

@@ -28,6 +28,13 @@ NEXT_IN_REPLICA_ERROR = (
 )
 
 
+def _leading(piece: Any) -> int:
+    """A piece's batch size (its first leaf's leading dimension; -1 for scalars)."""
+    leaves = jax.tree_util.tree_leaves(piece)
+    shape = np.shape(leaves[0]) if leaves and not isinstance(leaves[0], bytes) else ()
+    return int(shape[0]) if shape else -1
+
+
 class Optional:
     """What ``get_next_as_optional`` returns (``tf.experimental.Optional``)."""
 
@@ -65,11 +72,13 @@ class _StepSource:
         """Runs on the prefetch thread: host work and the copies to the devices."""
         state = self._host_state()
         pieces, whole = self._next_pieces()
+        if self._coordinate:
+            return state, (pieces, whole)  # grouped after the processes agree on shapes
         return state, self._group(pieces, whole)
 
-    def _group(self, pieces: list[Any], whole: Any = None) -> Any:
+    def _group(self, pieces: list[Any], whole: Any = None, ragged: bool = False) -> Any:
         return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
-                               self._first_replica)
+                               self._first_replica, ragged)
 
     def get_next(self) -> Any:
         _check_not_in_replica()
@@ -90,16 +99,27 @@ class _StepSource:
         except StopIteration:
             self._local_done, step, has = True, None, False
         if self._coordinate:
-            from jax.experimental import multihost_utils
-
-            flags = multihost_utils.process_allgather(np.int32(has))
-            if not np.any(flags):
-                raise StopIteration
-            if not has:
-                return self._group(self._empty_pieces())
-        elif not has:
+            return self._agree(step if has else None)
+        if not has:
             raise StopIteration
         return step
+
+    def _agree(self, step: Any) -> Any:
+        """Multi-host: one small all-gather of (has data, piece sizes) per step.
+
+        Iteration ends only when no process has data; a process that ran out
+        feeds empty pieces; if piece sizes differ anywhere in the job, every
+        process keeps the step ragged, so all of them take the same path in ``run``.
+        """
+        from tpustrategy._src.replica import across_processes
+
+        pieces, whole = step if step is not None else (self._empty_pieces(), None)
+        sizes = [_leading(p) for p in pieces] if step is not None else [0] * len(pieces)
+        info = across_processes.allgather(np.asarray([int(step is not None)] + sizes, np.int64))
+        if not info[:, 0].any():
+            raise StopIteration
+        ragged = len(set(info[:, 1:].ravel().tolist())) > 1
+        return self._group(pieces, whole, ragged)
 
     def get_next_as_optional(self) -> Optional:
         try:

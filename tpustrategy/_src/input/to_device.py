@@ -21,7 +21,7 @@ from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 
 def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = None,
-          first_replica: int = 0) -> Any:
+          first_replica: int = 0, ragged: bool = False) -> Any:
     """One step: a structure whose leaves are ``PerReplica`` of the local replicas' pieces.
 
     Args:
@@ -32,6 +32,8 @@ def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = 
         so a leaf can be reshaped to ``[R, b/R, ...]`` without a host copy.
       first_replica: global id of the first local replica (pipelines simulated
         in one process hold only some replicas: they get per-device arrays).
+      ragged: the step's pieces differ in size somewhere in the job (known from the
+        cross-process agreement), so every leaf is kept as per-replica components.
     """
     n_global = strategy.num_replicas_in_sync
     if n_global == 1:
@@ -46,8 +48,11 @@ def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = 
     out = []
     for k in range(treedef.num_leaves):
         column = [lp[0][k] for lp in leaves_per]
-        out.append(_group_leaf(strategy, column, fetch_to_device,
-                               whole_leaves[k] if whole_leaves else None, first_replica))
+        leaf = _group_leaf(strategy, column, fetch_to_device,
+                           whole_leaves[k] if whole_leaves else None, first_replica, ragged)
+        if ragged and isinstance(leaf, PerReplica):
+            leaf._global_ragged = True
+        out.append(leaf)
     return jax.tree_util.tree_unflatten(treedef, out)
 
 
@@ -58,7 +63,8 @@ def _put_one(x: Any, device: Any) -> Any:
     return jax.device_put(x, device)
 
 
-def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first_replica: int) -> Any:
+def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first_replica: int,
+                ragged: bool = False) -> Any:
     column = [np.asarray(c) if not isinstance(c, bytes) else c for c in column]
     first = column[0]
     if not fetch or isinstance(first, bytes) or first.dtype == object:
@@ -66,7 +72,7 @@ def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first
     shapes = {c.shape for c in column}
     n_local = len(column)
     simulated = jax.process_count() == 1 and n_local != strategy.num_replicas_in_sync
-    if len(shapes) > 1 or simulated:
+    if len(shapes) > 1 or simulated or ragged:
         devices = strategy._devices[first_replica:first_replica + n_local] if simulated else strategy._local_devices
         return PerReplica([jax.device_put(c, d) for c, d in zip(column, devices)])
     if whole is not None and first.ndim and np.shape(whole)[0] == n_local * first.shape[0]:

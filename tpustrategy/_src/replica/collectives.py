@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.replica import across_processes
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 
@@ -81,13 +82,17 @@ def eager_all_reduce(ctx: Any, op: ReduceOp, leaves: list[Any]) -> list[Any]:
 
     def exchange(xs: tuple[Any, ...]) -> tuple[Any, ...]:
         everyone = ctx._rendezvous.exchange(ctx._local_id, "all_reduce", list(xs))
-        out = []
-        for k in range(len(xs)):
-            total = _sum_on(ctx._device, [vals[k] for vals in everyone])
-            if op is ReduceOp.MEAN:
-                total = total / jnp.asarray(n, total.dtype)
-            out.append(total)
-        return tuple(out)
+        totals = [_sum_on(ctx._device, [vals[k] for vals in everyone]) for k in range(len(xs))]
+        if across_processes.multi_process():
+            # One thread per process takes the local totals across processes.
+            combined = None
+            if ctx._local_id == 0:
+                combined = [across_processes.sum_over_processes(np.asarray(t)) for t in totals]
+            combined = ctx._rendezvous.exchange(ctx._local_id, "all_reduce_processes", combined)[0]
+            totals = [jax.device_put(c.astype(t.dtype), ctx._device) for c, t in zip(combined, totals)]
+        if op is ReduceOp.MEAN:
+            totals = [t / jnp.asarray(n, t.dtype) for t in totals]
+        return tuple(totals)
 
     @jax.custom_vjp
     def reduce(*xs: Any) -> tuple[Any, ...]:
@@ -114,8 +119,19 @@ def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:
                 f"axis {axis}; received a scalar.\nFix: reshape it to [1] first."
             )
     everyone = ctx._rendezvous.exchange(ctx._local_id, "all_gather", leaves)
+    axes = [_normalise_axis(axis, x.ndim) for x in leaves]
+    if across_processes.multi_process():
+        combined = None
+        if ctx._local_id == 0:
+            combined = [
+                across_processes.concat_over_processes(
+                    np.concatenate([np.asarray(vals[k]) for vals in everyone], axis=a), a)
+                for k, a in enumerate(axes)
+            ]
+        combined = ctx._rendezvous.exchange(ctx._local_id, "all_gather_processes", combined)[0]
+        return [jax.device_put(c, ctx._device) for c in combined]
     out = []
-    for k, x in enumerate(leaves):
+    for k, a in enumerate(axes):
         parts = [jax.device_put(vals[k], ctx._device) for vals in everyone]
-        out.append(jnp.concatenate(parts, axis=_normalise_axis(axis, x.ndim)))
+        out.append(jnp.concatenate(parts, axis=a))
     return out

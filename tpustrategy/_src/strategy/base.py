@@ -17,6 +17,7 @@ import numpy as np
 
 from tpustrategy._src import config
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
+from tpustrategy._src.replica import across_processes
 from tpustrategy._src.strategy import context, dispatch
 from tpustrategy._src.strategy.compiled_run import CompiledRunner, Ragged
 from tpustrategy._src.strategy.eager_run import run_eagerly
@@ -31,6 +32,27 @@ _NO_AXIS = object()
 # such code per replica, so ``run`` does too (the eager path), with a warning.
 _CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
                           jax.errors.TracerIntegerConversionError)
+
+
+def _agree_on_host_values(args: Any, kwargs: Any) -> None:
+    """Multi-host: PerReplica values built on the host must take the same path everywhere.
+
+    Each process holds only its replicas' components; if their shapes differ on any
+    process (or between processes), every process marks them ragged, so all of
+    them run the replica function on the eager path.
+    """
+    host_built = [
+        leaf for leaf in regroup.flatten((args, kwargs))[0]
+        if isinstance(leaf, PerReplica) and leaf._stacked is None and leaf._traced is None
+    ]
+    if not host_built:
+        return
+    ragged = any(leaf._is_ragged() for leaf in host_built)
+    signature = hash(tuple(tuple(np.shape(c)) for leaf in host_built for c in leaf.values)) % (2**62)
+    info = across_processes.allgather(np.asarray([int(ragged), signature], np.int64))
+    if info[:, 0].any() or len(set(info[:, 1].tolist())) > 1:
+        for leaf in host_built:
+            leaf._global_ragged = True
 
 
 class ValueContext:
@@ -145,6 +167,8 @@ class Strategy:
         if not isinstance(kwargs, dict):
             raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")
         with self._enter_for("run"):
+            if across_processes.multi_process() and frames.current() is None:
+                _agree_on_host_values(args, kwargs)
             if config.functions_run_eagerly() or self._runner.needs_eager(fn):
                 return run_eagerly(self, fn, tuple(args), kwargs)
             try:

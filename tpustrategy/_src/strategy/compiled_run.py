@@ -106,10 +106,11 @@ class CompiledRunner:
                 return stacked
         components = value.values
         n = self._strategy.num_replicas_in_sync
-        if len(components) != n:
+        local = len(self._strategy._local_devices)
+        if len(components) != local:
             raise ValueError(
                 f"strategy.run: a {type(value).__name__} has {len(components)} components but "
-                f"the strategy has {n} replicas.\nFix: build per-replica values with "
+                f"the strategy has {local} replicas on this process.\nFix: build per-replica values with "
                 "strategy.experimental_distribute_values_from_function."
             )
         if any(isinstance(c, jax.core.Tracer) for c in components):
@@ -117,7 +118,10 @@ class CompiledRunner:
 
             return jnp.stack([jnp.asarray(c) for c in components])
         host = np.stack([np.asarray(c) for c in components])
-        stacked = jax.device_put(host, self._split)
+        if jax.process_count() > 1:  # this process's rows of the global [R, ...] array
+            stacked = jax.make_array_from_process_local_data(self._split, host, (n,) + host.shape[1:])
+        else:
+            stacked = jax.device_put(host, self._split)
         value._stacked = stacked
         return stacked
 

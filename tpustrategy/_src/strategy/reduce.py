@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.replica import across_processes
 from tpustrategy._src.replica.collectives import default_float_dtype
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
@@ -89,6 +90,8 @@ def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: in
     components = [jnp.asarray(c) for c in value.values]
     device = _first_device(components)
     components = [jax.device_put(c, device) for c in components]
+    if across_processes.multi_process():
+        return _reduce_host_components_across_processes(op, components, axis, n)
     if axis is None:
         shapes = [tuple(c.shape) for c in components]
         if len(set(shapes)) > 1:
@@ -123,6 +126,29 @@ def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: in
     count = sum(int(np.prod([c.shape[a] for a in axes])) for c in components)
     total = total.astype(_mean_dtype(total.dtype))
     return total / jnp.asarray(count, total.dtype)
+
+
+def _reduce_host_components_across_processes(op: ReduceOp, components: list[Any], axis: Any, n: int) -> Any:
+    """This process holds only its replicas' components: sum locally, then over processes."""
+    local = [np.asarray(c) for c in components]
+    if axis is None:
+        shapes = {c.shape for c in local}
+        if len(shapes) > 1:
+            raise ValueError(
+                "strategy.reduce(axis=None) needs every replica's value to have the same shape. "
+                f"Received shapes {sorted(shapes)} on this process.\nFix: pass axis=0."
+            )
+        dtype = local[0].dtype if op is ReduceOp.SUM else np.dtype(_mean_dtype(local[0].dtype))
+        total = across_processes.sum_over_processes(np.sum([c.astype(dtype) for c in local], axis=0))
+        return jnp.asarray(total / n if op is ReduceOp.MEAN else total, dtype)
+    axes = _canonical_axes(axis, local[0].ndim)
+    total = across_processes.sum_over_processes(np.sum([np.sum(c, axis=axes) for c in local], axis=0))
+    if op is ReduceOp.SUM:
+        return jnp.asarray(total, local[0].dtype)
+    count = across_processes.sum_over_processes(
+        np.int64(sum(int(np.prod([c.shape[a] for a in axes])) for c in local)))
+    dtype = _mean_dtype(local[0].dtype)
+    return jnp.asarray(np.asarray(total, dtype) / np.asarray(count, dtype), dtype)
 
 
 def _reduce_traced(op: ReduceOp, x: Any, axis: Any, n: int) -> Any:

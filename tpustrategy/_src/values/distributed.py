@@ -27,7 +27,9 @@ REPLICA_AXIS = mesh_axis.REPLICA_AXIS
 class DistributedValues:
     """Base class of values with one component per replica."""
 
-    __slots__ = ("_values", "_stacked", "_traced", "_num_replicas", "__weakref__")
+    # _global_ragged: the components of some replica (maybe on another process) differ
+    # in shape, so every process must take the eager path for this value.
+    __slots__ = ("_values", "_stacked", "_traced", "_num_replicas", "_global_ragged", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -39,6 +41,7 @@ class DistributedValues:
         self._stacked = None
         self._traced = None
         self._num_replicas = len(values) if values is not None else None
+        self._global_ragged = False
 
     # Alternative constructors (internal) ---------------------------------------
     @classmethod
@@ -48,6 +51,7 @@ class DistributedValues:
         obj._stacked = stacked
         obj._traced = None
         obj._num_replicas = num_replicas
+        obj._global_ragged = False
         return obj
 
     @classmethod
@@ -57,6 +61,7 @@ class DistributedValues:
         obj._stacked = None
         obj._traced = traced
         obj._num_replicas = num_replicas
+        obj._global_ragged = False
         return obj
 
     @property
@@ -71,6 +76,8 @@ class DistributedValues:
         return self._values
 
     def _is_ragged(self) -> bool:
+        if self._global_ragged:
+            return True
         if self._values is None:
             return False
         shapes = {np.shape(v) for v in self._values}
@@ -104,6 +111,7 @@ class Mirrored(DistributedValues):
         obj._stacked = None
         obj._traced = None
         obj._num_replicas = num_replicas
+        obj._global_ragged = False
         obj._replicated = array
         return obj
 

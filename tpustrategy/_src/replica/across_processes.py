@@ -1,0 +1,42 @@
+"""Combining host values across the processes of a multi-host job.
+
+Compiled programs span every process through the global mesh. Values that
+live on the host (per-replica pieces built from NumPy, the eager path's
+collectives) are combined here with ``jax.experimental.multihost_utils``,
+which runs one small collective program over all processes. Every process
+must call these functions in the same order (SPMD), as with any collective.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def multi_process() -> bool:
+    return jax.process_count() > 1
+
+
+def allgather(x: Any) -> np.ndarray:
+    """``[num_processes, ...]``: every process's ``x`` (same shape everywhere)."""
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+
+
+def sum_over_processes(x: Any) -> np.ndarray:
+    return allgather(x).sum(axis=0)
+
+
+def concat_over_processes(x: np.ndarray, axis: int) -> np.ndarray:
+    """Concatenates every process's ``x`` along ``axis`` (sizes along it may differ)."""
+    x = np.asarray(x)
+    sizes = allgather(np.int64(x.shape[axis])).astype(int).tolist()
+    longest = max(sizes)
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, longest - x.shape[axis])
+    gathered = allgather(np.pad(x, pad))
+    parts = [np.take(g, np.arange(n), axis=axis) for g, n in zip(gathered, sizes)]
+    return np.concatenate(parts, axis=axis)
