@@ -14,16 +14,33 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.errors import DeadlineExceededError
+
 
 def multi_process() -> bool:
     return jax.process_count() > 1
 
 
 def allgather(x: Any) -> np.ndarray:
-    """``[num_processes, ...]``: every process's ``x`` (same shape everywhere)."""
+    """``[num_processes, ...]``: every process's ``x`` (same shape everywhere).
+
+    Raises:
+      DeadlineExceededError: a peer did not take part within the collective
+        timeout (``tps.initialize(collective_timeout=...)``).
+    """
     from jax.experimental import multihost_utils
 
-    return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+    try:
+        return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+    except jax.errors.JaxRuntimeError as e:
+        if "timed out" not in str(e).lower() and "deadline" not in str(e).lower():
+            raise
+        raise DeadlineExceededError(
+            f"process {jax.process_index()} of {jax.process_count()}: a peer process did not "
+            "reach the same collective (an all-gather of host values) in time; it may have "
+            "died, be stuck, or be running different code.\nFix: check the other processes' "
+            "logs; tps.initialize(collective_timeout=...) sets how long to wait."
+        ) from e
 
 
 def sum_over_processes(x: Any) -> np.ndarray:
