@@ -15,13 +15,6 @@ def _strategy(n: int) -> tps.Strategy:
     return tps.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
 
 
-@pytest.fixture(params=["compiled", "eager"])
-def path(request):
-    tps.config.run_functions_eagerly(request.param == "eager")
-    yield request.param
-    tps.config.run_functions_eagerly(False)
-
-
 def _rid():
     return tps.get_replica_context().replica_id_in_sync_group
 

@@ -18,13 +18,6 @@ def _strategy(n: int) -> tps.Strategy:
     return tps.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
 
 
-@pytest.fixture(params=["compiled", "eager"])
-def path(request):
-    tps.config.run_functions_eagerly(request.param == "eager")
-    yield request.param
-    tps.config.run_functions_eagerly(False)
-
-
 def _state():
     ctx = tps.get_replica_context()
     return {

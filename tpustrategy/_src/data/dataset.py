@@ -11,6 +11,7 @@ of a reader.
 
 from __future__ import annotations
 
+import abc
 import copy
 import itertools
 import os
@@ -22,7 +23,7 @@ from tpustrategy._src.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINAL
 from tpustrategy._src.data.structure import spec_of_element
 
 
-class Dataset:
+class Dataset(abc.ABC):
     """A lazy, re-iterable stream of elements (nests of NumPy arrays and ``bytes``).
 
     Attributes:
@@ -83,8 +84,9 @@ class Dataset:
         new._reset()
         return new
 
-    def _reset(self) -> None:
+    def _reset(self) -> None:  # a hook: nothing to drop unless a subclass caches
         """Drops per-object caches after a copy (subclasses extend)."""
+        return None
 
     def _graph_nodes(self) -> list[Dataset]:
         """Every node reachable from this one through ``inputs``, outputs first."""
@@ -94,8 +96,9 @@ class Dataset:
 
     # ------------------------------------------------------------ to override
 
+    @abc.abstractmethod
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
-        raise NotImplementedError
+        """A fresh iterator over this node's elements (every node implements it)."""
 
     def _compute_spec(self, input_spec: Callable[[Dataset], Any]) -> Any | None:
         """The element spec from the inputs' specs (``input_spec(d)``), or None if unknown."""

@@ -24,6 +24,7 @@ is garbage-collected.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,14 +60,15 @@ class IterContext:
         return IterContext(self.options, ())
 
 
-class NodeIterator:
+class NodeIterator(abc.ABC):
     """Base class of the iterator of one dataset node."""
 
     def __iter__(self) -> NodeIterator:
         return self
 
+    @abc.abstractmethod
     def __next__(self) -> Any:
-        raise NotImplementedError
+        """The next element; StopIteration at the end."""
 
     def _next_many(self, n: int) -> list[Any]:
         """Up to ``n`` elements (at least one unless the stream has ended).
@@ -105,14 +107,17 @@ class NodeIterator:
             done += len(got)
         return done
 
+    @abc.abstractmethod
     def get_state(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """A JSON-able dict of this iterator's position."""
 
+    @abc.abstractmethod
     def set_state(self, state: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Moves a fresh iterator of the same pipeline to ``state``."""
 
     def close(self) -> None:
         """Releases threads and files held by this iterator and its inputs."""
+        return None
 
 
 def pull(it: NodeIterator, n: int) -> list[Any]:

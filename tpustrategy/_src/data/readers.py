@@ -18,6 +18,7 @@ records consumed from it; restoring reopens the file at that offset.
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -97,8 +98,9 @@ class _ReaderDataset(Dataset):
         """The dataset of file names this reader reads (``inputs[0]``)."""
         return self.inputs[0]
 
+    @abc.abstractmethod
     def _open_chunks(self, path: str, start_offset: int) -> Iterator[tuple[int, list[bytes]]]:
-        raise NotImplementedError
+        """Chunks of records of one file from ``start_offset`` (each reader implements it)."""
 
     def _compute_spec(self, input_spec: Callable[[Dataset], Any]) -> Any:
         return TensorSpec((), OBJECT)

@@ -45,24 +45,24 @@ class DistributedValues:
 
     # Alternative constructors (internal) ---------------------------------------
     @classmethod
-    def _from_stacked(cls, stacked: Any, num_replicas: int) -> DistributedValues:
+    def _make(cls, num_replicas: int, *, stacked: Any = None, traced: Any = None) -> Any:
         obj = cls.__new__(cls)
         obj._values = None
         obj._stacked = stacked
-        obj._traced = None
+        obj._traced = traced
         obj._num_replicas = num_replicas
         obj._global_ragged = False
         return obj
 
     @classmethod
-    def _from_traced(cls, traced: Any, num_replicas: int) -> DistributedValues:
-        obj = cls.__new__(cls)
-        obj._values = None
-        obj._stacked = None
-        obj._traced = traced
-        obj._num_replicas = num_replicas
-        obj._global_ragged = False
-        return obj
+    def _from_stacked(cls, stacked: Any, num_replicas: int) -> Any:
+        """From an ``[R, ...]`` array sharded over the replicas (or a tracer of one)."""
+        return cls._make(num_replicas, stacked=stacked)
+
+    @classmethod
+    def _from_traced(cls, traced: Any, num_replicas: int) -> Any:
+        """From the one per-replica tracer of a compiled replica function."""
+        return cls._make(num_replicas, traced=traced)
 
     @property
     def values(self) -> tuple[Any, ...]:
@@ -106,12 +106,8 @@ class Mirrored(DistributedValues):
 
     @classmethod
     def _from_replicated(cls, array: Any, num_replicas: int) -> Mirrored:
-        obj = cls.__new__(cls)
-        obj._values = None
-        obj._stacked = None
-        obj._traced = None
-        obj._num_replicas = num_replicas
-        obj._global_ragged = False
+        """From one array replicated on every replica's device (or a tracer of one)."""
+        obj = cls._make(num_replicas)
         obj._replicated = array
         return obj
 
