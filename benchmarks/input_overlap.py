@@ -37,32 +37,15 @@ _common.setup_devices(8)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _mlp import GLOBAL_BATCH, init_params, loss_fn  # noqa: E402
 
 import tpustrategy as tps  # noqa: E402
 import tpustrategy.data as tpsd  # noqa: E402
 from tpustrategy._src.input import to_device  # noqa: E402
 
 LR = 0.01
-SIZES = [64, 512, 512, 10]
-GLOBAL_BATCH = 1024
 N_FILES = 4
 FEATURES = {"x": tpsd.FixedLenFeature([64], "float32"), "label": tpsd.FixedLenFeature([], "int64")}
-
-
-def init_params(key):
-    params = []
-    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
-        params.append((jax.random.normal(jax.random.fold_in(key, i), (a, b)) / np.sqrt(a), np.zeros(b, np.float32)))
-    return params
-
-
-def loss_fn(params, x, y):
-    h = x
-    for i, (w, b) in enumerate(params):
-        h = h @ w + b
-        if i < len(params) - 1:
-            h = jax.nn.relu(h)
-    return optax.softmax_cross_entropy_with_integer_labels(h, y).mean()
 
 
 def write_records(tmp: str, count: int) -> tuple[list[str], np.ndarray, np.ndarray]:

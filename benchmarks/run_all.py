@@ -1,6 +1,6 @@
 """Runs every benchmark script and prints one table (what ``make bench`` runs).
 
-Each ``benchmarks/*.py`` script (but ``_common.py`` and this one) runs in its own
+Each ``benchmarks/*.py`` script (but the private ``_*.py`` helpers and this one) runs in its own
 subprocess with ``--json FILE`` (and ``--quick`` when given here), under a
 per-script timeout; a script that fails or times out becomes an error row and
 the others still run. ``--tf-python PATH`` (default: ``/tmp/tfvenv/bin/python``
@@ -39,8 +39,9 @@ COLUMNS = ("benchmark", "ours", "spread", "baseline", "spread", "ratio", "unit",
 
 
 def scripts() -> list[str]:
-    skip = {"_common.py", os.path.basename(__file__)}
-    return sorted(f for f in os.listdir(HERE) if f.endswith(".py") and f not in skip)
+    # Private helper modules (``_common.py``, ``_mlp.py``) are not benchmarks.
+    return sorted(f for f in os.listdir(HERE)
+                  if f.endswith(".py") and not f.startswith("_") and f != os.path.basename(__file__))
 
 
 def accepts(script: str, flag: str) -> bool:

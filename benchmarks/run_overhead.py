@@ -17,33 +17,14 @@ import _common  # noqa: E402
 _common.setup_devices(8)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _mlp import init_params, loss_fn  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import tpustrategy as tps  # noqa: E402
 
 LR = 0.01
-
-
-def init_params(key):
-    sizes = [64, 512, 512, 10]
-    params = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        k = jax.random.fold_in(key, i)
-        params.append((jax.random.normal(k, (a, b)) / np.sqrt(a), jnp.zeros(b)))
-    return params
-
-
-def loss_fn(params, x, y):
-    h = x
-    for i, (w, b) in enumerate(params):
-        h = h @ w + b
-        if i < len(params) - 1:
-            h = jax.nn.relu(h)
-    logp = jax.nn.log_softmax(h)
-    return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
 
 def main() -> None:

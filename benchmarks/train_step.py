@@ -36,32 +36,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _mlp import GLOBAL_BATCH, init_params, loss_fn  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import tpustrategy as tps  # noqa: E402
 
 LR = 0.01
-SIZES = [64, 512, 512, 10]
-GLOBAL_BATCH = 1024
-
-
-def init_params(key, sizes=SIZES):
-    params = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        params.append((jax.random.normal(jax.random.fold_in(key, i), (a, b)) / np.sqrt(a), jnp.zeros(b)))
-    return params
-
-
-def loss_fn(params, x, y):
-    h = x
-    for i, (w, b) in enumerate(params):
-        h = h @ w + b
-        if i < len(params) - 1:
-            h = jax.nn.relu(h)
-    return optax.softmax_cross_entropy_with_integer_labels(h, y).mean()
-
-
 def wait(out):
     jax.block_until_ready(jax.tree.leaves(out, is_leaf=lambda v: isinstance(v, tps.DistributedValues)))
 
