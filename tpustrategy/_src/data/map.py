@@ -22,7 +22,12 @@ import numpy as np
 
 from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state
-from tpustrategy._src.data.parallel import join_threads, resolve_parallelism, start_thread
+from tpustrategy._src.data.parallel import (
+    WorkerOwner,
+    resolve_parallelism,
+    shutdown_workers,
+    start_thread,
+)
 from tpustrategy._src.data.structure import common_spec, dummy_element, spec_of_element
 
 
@@ -208,17 +213,7 @@ def _map_worker(sh: _MapShared) -> None:
             return
 
 
-def _shutdown_map(sh: _MapShared) -> None:
-    with sh.cond:
-        sh.stop = True
-        sh.cond.notify_all()
-    threads, sh.threads = sh.threads, []
-    join_threads(threads)
-    if all(not t.is_alive() for t in threads):
-        sh.it.close()
-
-
-class ParallelMapIterator(NodeIterator):
+class ParallelMapIterator(WorkerOwner, NodeIterator):
     """Maps chunks of elements in ``workers`` threads, delivering them in order."""
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int):
@@ -238,7 +233,7 @@ class ParallelMapIterator(NodeIterator):
         for i in range(self._workers):
             sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
         self._sh = sh
-        self._finalizer = weakref.finalize(self, _shutdown_map, sh)
+        self._finalizer = weakref.finalize(self, shutdown_workers, sh)
         return sh
 
     def _fill(self) -> bool:
@@ -310,21 +305,3 @@ class ParallelMapIterator(NodeIterator):
         self._chunk, self._pos, self._chunk_state = [], 0, None
         self._done, self._pending = False, None
 
-    def _stop(self) -> None:
-        sh, self._sh = self._sh, None
-        if sh is not None:
-            self._finalizer.detach()
-            with sh.cond:
-                sh.stop = True
-                sh.cond.notify_all()
-            threads, sh.threads = sh.threads, []
-            join_threads(threads)
-
-    def close(self) -> None:
-        self._done = True
-        sh, self._sh = self._sh, None
-        if sh is not None:
-            self._finalizer.detach()
-            _shutdown_map(sh)
-        else:
-            self._it.close()

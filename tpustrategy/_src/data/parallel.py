@@ -143,17 +143,53 @@ def _produce(sh: _Shared) -> None:
             k //= 2
 
 
-def _shutdown(sh: _Shared) -> None:
+def stop_workers(sh: Any) -> list[threading.Thread]:
+    """Asks the worker threads sharing ``sh`` (``cond``, ``stop``, ``threads``) to stop; joins them."""
     with sh.cond:
         sh.stop = True
         sh.cond.notify_all()
     threads, sh.threads = sh.threads, []
     join_threads(threads)
+    return threads
+
+
+def shutdown_workers(sh: Any) -> None:
+    """Stops the workers, then closes the input they read (once none is still running)."""
+    threads = stop_workers(sh)
     if all(not t.is_alive() for t in threads):
         sh.it.close()
 
 
-class BackgroundIterator(NodeIterator):
+class WorkerOwner:
+    """Mixin of node iterators whose worker threads share one state object ``self._sh``.
+
+    The subclass sets ``_sh`` (None until started), ``_finalizer`` (a
+    ``weakref.finalize`` calling `shutdown_workers`), ``_it`` and ``_done``.
+    """
+
+    _sh: Any
+    _finalizer: Any
+    _it: NodeIterator
+    _done: bool
+
+    def _stop(self) -> None:
+        """Stops the workers but keeps the input open (for ``set_state``)."""
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            stop_workers(sh)
+
+    def close(self) -> None:
+        self._done = True
+        sh, self._sh = self._sh, None
+        if sh is not None:
+            self._finalizer.detach()
+            shutdown_workers(sh)
+        else:
+            self._it.close()
+
+
+class BackgroundIterator(WorkerOwner, NodeIterator):
     """Runs ``it`` in a worker thread, buffering up to ``capacity`` elements.
 
     Args:
@@ -179,7 +215,7 @@ class BackgroundIterator(NodeIterator):
         self._chunk, self._pos = [], 0
         sh.threads.append(start_thread(_produce, (sh,), self._name))
         self._sh = sh
-        self._finalizer = weakref.finalize(self, _shutdown, sh)
+        self._finalizer = weakref.finalize(self, shutdown_workers, sh)
         return sh
 
     def start(self) -> None:
@@ -235,21 +271,3 @@ class BackgroundIterator(NodeIterator):
         self._it._skip(int(state["skip"]))
         self._chunk, self._pos, self._chunk_state, self._done = [], 0, None, False
 
-    def _stop(self) -> None:
-        sh, self._sh = self._sh, None
-        if sh is not None:
-            self._finalizer.detach()
-            with sh.cond:
-                sh.stop = True
-                sh.cond.notify_all()
-            threads, sh.threads = sh.threads, []
-            join_threads(threads)
-
-    def close(self) -> None:
-        self._done = True
-        sh, self._sh = self._sh, None
-        if sh is not None:
-            self._finalizer.detach()
-            _shutdown(sh)
-        else:
-            self._it.close()
