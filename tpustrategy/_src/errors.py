@@ -33,3 +33,27 @@ class DeadlineExceededError(RuntimeError):
     def __init__(self, message: str, *, missing: tuple[int, ...] = ()):
         super().__init__(message)
         self.missing = tuple(missing)
+
+
+class UnavailableError(RuntimeError):
+    """A peer process was lost (TensorFlow's ``tf.errors.UnavailableError``).
+
+    Attributes:
+      task: the index of the lost process (or None when unknown).
+      address: its address, when known.
+    """
+
+    def __init__(self, message: str, *, task: int | None = None, address: str | None = None):
+        super().__init__(message)
+        self.task = task
+        self.address = address
+
+
+class OutOfRangeError(StopIteration):
+    """The end of the input was reached (TensorFlow's ``tf.errors.OutOfRangeError``).
+
+    A subclass of ``StopIteration`` on purpose: ``next(iterator)`` past the end
+    raises it both outside and inside ``tps.function``, so plain ``for`` loops
+    over an iterator end normally, ``except StopIteration`` keeps working, and
+    TensorFlow code that catches ``tf.errors.OutOfRangeError`` ports by renaming.
+    """
