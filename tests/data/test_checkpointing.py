@@ -198,3 +198,44 @@ def test_the_checkpointing_helper_reports_a_pipeline_that_does_not_resume():
 
     with pytest.raises(AssertionError, match="restored from the state before element 1: element 1 differs"):
         assert_iterator_checkpointing(Forgetful(), num_checkpoints=None)
+
+
+def _counting_shuffle(calls, size=100_000, buffer_size=100):
+    def identity(x):
+        calls.append(int(x))
+        return x
+
+    return Dataset.range(size).map(identity).shuffle(buffer_size, seed=3)
+
+
+def test_restoring_a_shuffle_late_in_an_epoch_produces_only_the_buffered_elements():
+    for position in (0, 150, 60_000):
+        calls: list[int] = []
+        it = iter(_counting_shuffle(calls))
+        for _ in range(position):
+            next(it)
+        state = json.loads(json.dumps(it.get_state()))
+        expected = [int(next(it)) for _ in range(300)]
+        calls.clear()
+        fresh = iter(_counting_shuffle(calls))
+        fresh.set_state(state)
+        produced_by_restore = len(calls)
+        assert [int(next(fresh)) for _ in range(300)] == expected
+        # The input elements skipped on the way are never mapped; only the buffer is rebuilt.
+        assert produced_by_restore == (0 if position == 0 else 100)
+
+
+def test_a_shuffle_state_from_before_buffer_positions_were_recorded_still_resumes():
+    def build():
+        return Dataset.range(30).shuffle(8, seed=5)
+
+    it = iter(build())
+    seed = it.get_state()["pipeline"]["seed"]
+    for _ in range(11):
+        next(it)
+    rest = [int(x) for x in it]
+    legacy = {"iteration": 0, "done": False, "pipeline": {
+        "seed": seed, "start": iter(Dataset.range(30)).get_state()["pipeline"], "produced": 11}}
+    fresh = iter(build())
+    fresh.set_state(legacy)
+    assert [int(x) for x in fresh] == rest

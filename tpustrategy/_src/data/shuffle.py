@@ -11,14 +11,20 @@ every iteration of the same object is reproducible from its checkpoint. With
 (the root iteration and the epoch of every enclosing ``repeat``), so each epoch
 gets a new order.
 
-Checkpoints: the state is the input's state when the buffer started filling,
-the seed, and the number of elements produced since. Restoring replays that
-many draws, which is exact and stores no elements (the cost is re-reading the
-epoch up to that point).
+Checkpoints store no elements and cost the same at any position in an epoch.
+The state holds the input position of every buffered element, the random
+generator's state, and a recorded input state (the *anchor*) at or before the
+oldest buffered element; restoring re-reads the input from the anchor, keeping
+only the buffered elements and skipping the rest (``_skip``, which sources
+and ``map`` do without producing elements). An element stays in the buffer
+about ``buffer_size * ln(buffer_size)`` draws at most, so the re-read is
+bounded by the buffer size, not by how far into the epoch the iterator is.
+Anchors are recorded every ``max(buffer_size, 256)`` input elements.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +34,7 @@ from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state
 
 _DRAWS = 1024
+_MIN_ANCHOR_SPACING = 256
 
 
 def _check_int(value: Any, arg: str, minimum: int) -> int:
@@ -88,16 +95,23 @@ class _ShuffleIterator(NodeIterator):
     def __init__(self, dataset: Dataset, ctx: IterContext, buffer_size: int, seed: list[int]):
         self._ds, self._ctx, self._size = dataset, ctx, buffer_size
         self._it = dataset._make_iterator(ctx)
-        self._start(seed, self._it.get_state())
+        # Input states are recorded every `_every` input elements, and the oldest one still
+        # needed (at or before the oldest element in the buffer) is the restore anchor.
+        self._every = max(buffer_size, _MIN_ANCHOR_SPACING)
+        self._start(seed)
+        self._anchors: collections.deque[tuple[int, Any]] = collections.deque([(0, self._it.get_state())])
 
-    def _start(self, seed: list[int], start_state: Any) -> None:
+    def _start(self, seed: list[int]) -> None:
         self._seed = [int(s) for s in seed]
         self._rng = np.random.default_rng(self._seed)
+        self._block_state: dict[str, Any] | None = None
         self._draws: list[float] = []
         self._d = 0
-        self._start_state = start_state
         self._produced = 0
         self._buf: list[Any] = []
+        self._ords: list[int] = []  # the input position of each buffer slot's element
+        self._consumed = 0
+        self._next_anchor = 0
         self._filled = False
         self._input_done = False
 
@@ -108,6 +122,18 @@ class _ShuffleIterator(NodeIterator):
             if not got:
                 self._input_done = True
             self._buf.extend(got)
+        self._ords = list(range(len(self._buf)))
+        self._consumed = len(self._buf)
+        self._next_anchor = self._every
+
+    def _record_anchor(self) -> None:
+        """Keeps the newest recorded state at or before the oldest buffered element."""
+        self._anchors.append((self._consumed, self._it.get_state()))
+        self._next_anchor = self._consumed + self._every
+        oldest = min(self._ords) if self._ords else self._consumed
+        anchors = self._anchors
+        while len(anchors) > 1 and anchors[1][0] <= oldest:
+            anchors.popleft()
 
     def __next__(self) -> Any:
         if not self._filled:
@@ -115,32 +141,100 @@ class _ShuffleIterator(NodeIterator):
         buf = self._buf
         if not buf:
             raise StopIteration
-        if self._d >= len(self._draws):
+        d = self._d
+        if d >= len(self._draws):
+            self._block_state = self._rng.bit_generator.state
             self._draws = self._rng.random(_DRAWS).tolist()
-            self._d = 0
-        i = int(self._draws[self._d] * len(buf))
-        self._d += 1
+            d = 0
+        i = int(self._draws[d] * len(buf))
+        self._d = d + 1
+        self._produced += 1
         x = buf[i]
-        replaced = False
         if not self._input_done:
             try:
                 buf[i] = self._it.__next__()
-                replaced = True
             except StopIteration:
                 self._input_done = True
-        if not replaced:
-            buf[i] = buf[-1]
-            buf.pop()
-        self._produced += 1
+            else:
+                consumed = self._consumed
+                self._ords[i] = consumed
+                self._consumed = consumed + 1
+                if consumed >= self._next_anchor:
+                    self._record_anchor()
+                return x
+        buf[i] = buf[-1]
+        buf.pop()
+        ords = self._ords
+        ords[i] = ords[-1]
+        ords.pop()
         return x
 
     def get_state(self) -> dict[str, Any]:
-        return {"seed": self._seed, "start": self._start_state, "produced": self._produced}
+        anchor_at, anchor = self._anchors[0]
+        return {
+            "seed": self._seed,
+            "filled": self._filled,
+            "anchor": anchor,
+            "anchor_at": anchor_at,
+            "consumed": self._consumed,
+            "slots": list(self._ords),
+            "input_done": self._input_done,
+            "rng": _rng_to_json(self._block_state),
+            "draw": self._d,
+            "produced": self._produced,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
+        if isinstance(state, dict) and "start" in state and "slots" not in state:
+            self._set_replayed_state(state)
+            return
+        check_state(state, _STATE_KEYS, "shuffle")
+        self._start(state["seed"])
+        self._it.set_state(state["anchor"])
+        anchor_at = int(state["anchor_at"])
+        self._anchors = collections.deque([(anchor_at, state["anchor"])])
+        self._produced = int(state["produced"])
+        if not state["filled"]:
+            return
+        self._filled = True
+        self._input_done = bool(state["input_done"])
+        self._consumed = int(state["consumed"])
+        self._ords = [int(o) for o in state["slots"]]
+        self._buf, position = self._read_slots(anchor_at)
+        if not self._input_done:
+            self._it._skip(self._consumed - position)
+        self._next_anchor = self._consumed + self._every - (self._consumed - anchor_at) % self._every
+        if state["rng"] is not None:
+            self._rng.bit_generator.state = _rng_from_json(state["rng"])
+            self._block_state = self._rng.bit_generator.state
+            self._draws = self._rng.random(_DRAWS).tolist()
+        self._d = int(state["draw"])
+
+    def _read_slots(self, anchor_at: int) -> tuple[list[Any], int]:
+        """The buffered elements, re-read from the anchor, and the input position after them."""
+        buf: list[Any] = [None] * len(self._ords)
+        pos = anchor_at
+        for slot in sorted(range(len(self._ords)), key=self._ords.__getitem__):
+            ordinal = self._ords[slot]
+            if ordinal > pos:
+                pos += self._it._skip(ordinal - pos)
+            try:
+                buf[slot] = self._it.__next__()
+            except StopIteration:
+                raise ValueError(
+                    f"set_state: the shuffle buffer held input element {ordinal}, but the input "
+                    f"ended after {pos} elements: the state belongs to a different pipeline.\n"
+                    "Fix: pass a state returned by get_state() of an iterator over the same pipeline."
+                ) from None
+            pos += 1
+        return buf, pos
+
+    def _set_replayed_state(self, state: dict[str, Any]) -> None:
+        """States written before buffer positions were recorded: replay the draws."""
         check_state(state, ("seed", "start", "produced"), "shuffle")
         self._it.set_state(state["start"])
-        self._start(state["seed"], state["start"])
+        self._start(state["seed"])
+        self._anchors = collections.deque([(0, state["start"])])
         for _ in range(int(state["produced"])):
             try:
                 self.__next__()
@@ -149,3 +243,22 @@ class _ShuffleIterator(NodeIterator):
 
     def close(self) -> None:
         self._it.close()
+
+
+_STATE_KEYS = ("seed", "filled", "anchor", "anchor_at", "consumed", "slots", "input_done", "rng",
+               "draw", "produced")
+
+
+def _rng_to_json(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A PCG64 state with its 128-bit integers as hex strings (portable JSON)."""
+    if state is None:
+        return None
+    inner = state["state"]
+    return {"bit_generator": state["bit_generator"], "state": hex(inner["state"]), "inc": hex(inner["inc"]),
+            "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
+
+
+def _rng_from_json(saved: dict[str, Any]) -> dict[str, Any]:
+    return {"bit_generator": saved["bit_generator"],
+            "state": {"state": int(saved["state"], 16), "inc": int(saved["inc"], 16)},
+            "has_uint32": int(saved["has_uint32"]), "uinteger": int(saved["uinteger"])}
