@@ -39,7 +39,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
     "initialize": ("tpustrategy._src.cluster.initialize", "initialize"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,167 @@
+"""``Metric``: a streaming statistic kept in sync-on-read variables.
+
+A metric's state (a running total, a count) lives in ``tps.Variable``s
+created with ``synchronization=ON_READ`` and ``aggregation=SUM``, as Keras
+creates metric weights under a ``tf.distribute`` strategy. Each replica adds
+its own batch's contribution to its own component, with no communication;
+reading the state sums the components, so a result covers every example seen
+by every replica, whatever the size of each replica's piece.
+
+Where the state is touched decides how (the same numbers in every case):
+
+- replica context (inside ``strategy.run``): ``update_state`` adds to this
+  replica's component; ``result`` all-reduces the components (SUM), so every
+  replica returns the global result (Keras does the same with ``merge_call``).
+- cross-replica context (under ``strategy.scope()``, in ``tps.function``
+  outside ``run``, or after the loop): ``update_state`` adds to the aggregate
+  (written as ``assign(total + delta)``: TensorFlow refuses ``assign_add`` on a
+  SUM sync-on-read variable there); ``result`` reads the aggregate.
+- no strategy (the metric was created outside any scope): plain variables.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+import tpustrategy as tps
+
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _canonical_dtype(dtype: Any, name: str) -> Any:
+    if dtype is None:
+        return jnp.dtype(jnp.float32)
+    try:
+        resolved = jnp.dtype(dtype)
+    except TypeError:
+        resolved = None
+    if resolved is None or not jnp.issubdtype(resolved, jnp.floating):
+        raise ValueError(
+            f"tps.metrics: metric {name!r} got dtype={dtype!r}, but a metric keeps a running "
+            f"total and count in floating point.\nFix: pass one of {', '.join(_FLOAT_DTYPES)} "
+            "(default float32)."
+        )
+    return resolved
+
+
+def in_replica_context() -> bool:
+    """True inside a replica function of a real (non-default) strategy."""
+    return tps.has_strategy() and not tps.in_cross_replica_context()
+
+
+def _is_distributed_on_read(var: Any) -> bool:
+    return var.strategy is not None and var.synchronization is tps.VariableSynchronization.ON_READ
+
+
+def read(var: Any) -> Any:
+    """The variable's value summed over replicas, in any context."""
+    if _is_distributed_on_read(var) and in_replica_context():
+        return tps.get_replica_context().all_reduce(tps.ReduceOp.SUM, var.read_value())
+    return var.read_value()
+
+
+def add(var: Any, delta: Any) -> None:
+    """Adds ``delta`` to the variable's aggregate (to this replica's part in replica context)."""
+    delta = jnp.asarray(delta, var.dtype)
+    if _is_distributed_on_read(var) and not in_replica_context():
+        # Cross-replica assign of a SUM sync-on-read variable writes value / R to each
+        # component (TensorFlow's rule), so the components again sum to total + delta.
+        var.assign(var.read_value() + delta)
+    else:
+        var.assign_add(delta)
+
+
+class Metric(abc.ABC):
+    """Base class of ``tps.metrics``: state in sync-on-read variables (``tf.keras.metrics.Metric``).
+
+    Subclasses create their state with ``add_variable`` in ``__init__`` and
+    implement ``update_state`` and ``result``.
+
+    Args:
+      name: the metric's name.
+      dtype: the floating dtype of the state and of ``result()`` (default float32).
+
+    Example:
+      >>> with strategy.scope():
+      ...     loss_metric = tps.metrics.Mean(name="train_loss")
+      >>> strategy.run(lambda x: loss_metric.update_state(x), args=(per_replica_losses,))
+      >>> float(loss_metric.result())
+    """
+
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        self._name = name if name is not None else type(self).__name__.lower()
+        self._dtype = _canonical_dtype(dtype, self._name)
+        self._variables: list[Any] = []
+
+    # Properties -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The metric's name."""
+        return self._name
+
+    @property
+    def dtype(self) -> Any:
+        """The dtype of the state and of ``result()``."""
+        return self._dtype
+
+    @property
+    def variables(self) -> list[Any]:
+        """The state variables (sync-on-read ``tps.Variable``s under a strategy)."""
+        return list(self._variables)
+
+    # State --------------------------------------------------------------------------
+    def add_variable(self, name: str, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+        """Creates a zero-initialised state variable (``Metric.add_weight`` in Keras).
+
+        Under a strategy it is sync-on-read with SUM aggregation: every replica
+        accumulates into its own component and a read sums them.
+
+        Args:
+          name: the variable's name.
+          shape: its shape.
+          dtype: its dtype (default: the metric's).
+
+        Returns:
+          The new ``tps.Variable``.
+        """
+        var = tps.Variable(
+            np.zeros(tuple(shape), dtype=jnp.dtype(dtype or self._dtype)),
+            name=name,
+            trainable=False,
+            synchronization=tps.VariableSynchronization.ON_READ,
+            aggregation=tps.VariableAggregation.SUM,
+        )
+        self._variables.append(var)
+        return var
+
+    add_weight = add_variable
+
+    @abc.abstractmethod
+    def update_state(self, *args: Any, **kwargs: Any) -> None:
+        """Accumulates statistics for one batch (this replica's piece in replica context)."""
+
+    @abc.abstractmethod
+    def result(self) -> Any:
+        """The metric's value over everything accumulated so far, on every replica."""
+
+    def reset_state(self) -> None:
+        """Sets every state variable back to zero (call between epochs)."""
+        for var in self._variables:
+            var.assign(jnp.zeros(var.shape, var.dtype))
+
+    def reset_states(self) -> None:
+        """Alias of ``reset_state`` (the Keras 2 name)."""
+        self.reset_state()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``update_state(*args, **kwargs)``, then ``result()`` (as Keras metrics do)."""
+        self.update_state(*args, **kwargs)
+        return self.result()
+
+    def __repr__(self) -> str:
+        return f"<tps.metrics.{type(self).__name__} name={self._name!r}>"
