@@ -33,7 +33,7 @@ import tpustrategy as tps
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
-def _canonical_dtype(dtype: Any, name: str) -> Any:
+def _canonical_dtype(dtype: Any, api: str) -> Any:
     if dtype is None:
         return jnp.dtype(jnp.float32)
     try:
@@ -42,7 +42,7 @@ def _canonical_dtype(dtype: Any, name: str) -> Any:
         resolved = None
     if resolved is None or not jnp.issubdtype(resolved, jnp.floating):
         raise ValueError(
-            f"tps.metrics: metric {name!r} got dtype={dtype!r}, but a metric keeps a running "
+            f"{api}: got dtype={dtype!r}, but a metric keeps a running "
             f"total and count in floating point.\nFix: pass one of {', '.join(_FLOAT_DTYPES)} "
             "(default float32)."
         )
@@ -95,7 +95,7 @@ class Metric(abc.ABC):
 
     def __init__(self, name: str | None = None, dtype: Any = None):
         self._name = name if name is not None else type(self).__name__.lower()
-        self._dtype = _canonical_dtype(dtype, self._name)
+        self._dtype = _canonical_dtype(dtype, f"tps.metrics.{type(self).__name__}({self._name!r})")
         self._variables: list[Any] = []
 
     # Properties -----------------------------------------------------------------
