@@ -39,7 +39,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
     "initialize": ("tpustrategy._src.cluster.initialize", "initialize"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train")
 
 
 def __getattr__(name: str) -> Any:

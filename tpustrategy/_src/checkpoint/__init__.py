@@ -1,0 +1,1 @@
+"""Checkpoints of variables, arrays and input positions; preemption handling (``tps.train``)."""

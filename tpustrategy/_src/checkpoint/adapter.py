@@ -1,0 +1,172 @@
+"""The one place that reads and writes library internals for checkpoints.
+
+Everything else in this package goes through these functions. They rely on a
+small, stable surface: a ``tps.Variable`` keeps its global ``jax.Array`` in
+``_value`` (mirrored: replicated ``NamedSharding(mesh, P())``; sync-on-read:
+``[R, ...]`` sharded over ``"replica"``; plain: one device), its kind in
+``_kind`` and its strategy (with ``.mesh``) in ``_strategy``; iterators have
+``get_state()``/``set_state()``, and a distributed iterator's auto-shard plan
+says whether every process reads the same stream.
+
+Sync-on-read variables are saved twice: their per-replica components (exact
+when restored onto the same replica count) and their aggregated value
+(TensorFlow saves only this one). Restored onto another replica count, the
+aggregate is spread so that reading it back gives exactly the saved value:
+SUM puts it on the first replica and zeros elsewhere, MEAN and
+ONLY_FIRST_REPLICA copy it to every replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+SYNC_ON_READ = "sync_on_read"
+
+
+def is_variable(x: Any) -> bool:
+    import tpustrategy
+
+    return isinstance(x, tpustrategy.Variable)
+
+
+def is_strategy(x: Any) -> bool:
+    import tpustrategy
+
+    return isinstance(x, tpustrategy.Strategy)
+
+
+def is_iterator(x: Any) -> bool:
+    """A checkpointable iterator: ``get_state()`` and ``set_state(state)``."""
+    return (not isinstance(x, type) and callable(getattr(x, "get_state", None))
+            and callable(getattr(x, "set_state", None)))
+
+
+def is_dataset(x: Any) -> bool:
+    from tpustrategy._src.data.dataset import Dataset
+
+    if isinstance(x, Dataset):
+        return True
+    return type(x).__name__ in ("DistributedDataset", "DistributedDatasetsFromFunction")
+
+
+# Variables ----------------------------------------------------------------------------------
+def _replicas(var: Any) -> int:
+    return int(var._value.shape[0]) if var._kind == SYNC_ON_READ else 1
+
+
+def _aggregation(var: Any) -> str:
+    return str(getattr(var.aggregation, "name", var.aggregation)).upper()
+
+
+def describe_variable(var: Any) -> dict[str, Any]:
+    """The manifest record of a variable (JSON)."""
+    return {
+        "kind": "variable",
+        "sync": var._kind,
+        "shape": list(var.shape),
+        "dtype": str(np.dtype(var.dtype)),
+        "replicas": _replicas(var),
+        "aggregation": _aggregation(var),
+    }
+
+
+def variable_arrays(var: Any) -> dict[str, Any]:
+    """The arrays to write for ``var``: its value, and a sync-on-read variable's components."""
+    if var._kind != SYNC_ON_READ:
+        return {"value": var._value}
+    parts = {"components": var._value}
+    if _aggregation(var) != "NONE":
+        parts["value"] = var.read_value()
+    return parts
+
+
+def variable_plan(var: Any, saved: dict[str, Any], key: str, api: str
+                  ) -> tuple[dict[str, jax.ShapeDtypeStruct], Callable[[dict[str, Any]], Any]]:
+    """What to read for ``var`` and how to turn it into its new ``_value``.
+
+    Returns:
+      ``(targets, finish)``: the saved parts to read (part name -> target on
+      this variable's devices) and a function from the read parts to the
+      array to store.
+
+    Raises:
+      ValueError: the saved shape or dtype differs, or a NONE-aggregated
+        sync-on-read variable is restored onto a different replica count.
+    """
+    shape, dtype = tuple(var.shape), np.dtype(var.dtype)
+    if tuple(saved["shape"]) != shape or saved["dtype"] != str(dtype):
+        raise ValueError(
+            f"{api}: variable {key!r} was saved with shape {tuple(saved['shape'])} and dtype "
+            f"{saved['dtype']}, but the variable being restored has shape {shape} and dtype "
+            f"{dtype}.\nFix: build the model with the same configuration as when it was saved, "
+            "or leave this variable out of the Checkpoint you restore into."
+        )
+    sharding = var._value.sharding
+    if var._kind == SYNC_ON_READ:
+        replicas = _replicas(var)
+        if saved["sync"] == SYNC_ON_READ and saved["replicas"] == replicas:
+            target = jax.ShapeDtypeStruct((replicas, *shape), dtype, sharding=sharding)
+            return {"components": target}, lambda got: got["components"]
+        if "value" not in saved["parts"]:
+            raise ValueError(
+                f"{api}: sync-on-read variable {key!r} has aggregation NONE, so only its "
+                f"{saved['replicas']} per-replica components were saved, and this strategy has "
+                f"{replicas} replicas.\nFix: restore with {saved['replicas']} replicas, or give the "
+                "variable an aggregation (SUM, MEAN or ONLY_FIRST_REPLICA) so its value can be saved."
+            )
+        replicated = NamedSharding(var._strategy.mesh, P())
+        target = jax.ShapeDtypeStruct(shape, dtype, sharding=replicated)
+        return {"value": target}, lambda got: _spread(var, got["value"], replicas, sharding)
+    if "value" not in saved["parts"]:
+        raise ValueError(
+            f"{api}: {key!r} was saved from a sync-on-read variable with aggregation NONE, whose "
+            "per-replica components have no single value to restore into a "
+            f"{var._kind} variable.\nFix: restore it into a sync-on-read variable with the same "
+            "replica count."
+        )
+    target = jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
+    return {"value": target}, lambda got: got["value"]
+
+
+def _spread(var: Any, value: Any, replicas: int, sharding: Any) -> Any:
+    if _aggregation(var) == "SUM":
+        def spread(a: Any) -> Any:
+            return jnp.concatenate([a[None], jnp.zeros((replicas - 1, *a.shape), a.dtype)])
+    else:
+        def spread(a: Any) -> Any:
+            return jnp.broadcast_to(a[None], (replicas, *a.shape))
+    return jax.jit(spread, out_shardings=sharding)(value)
+
+
+def set_variable(var: Any, value: Any) -> None:
+    """Stores a restored global array (already on the variable's sharding)."""
+    var._value = value
+
+
+# Iterators -----------------------------------------------------------------------------------
+def describe_iterator(it: Any) -> dict[str, Any]:
+    """The iterator's kind and whether every process reads the same stream.
+
+    ``mode`` is ``"global"`` when the pipeline of every process is the whole
+    input (one process, or auto-shard DATA): its position is the same on all
+    processes and can be restored onto any process count.
+    """
+    from tpustrategy._src.data.iterator import DatasetIterator
+    from tpustrategy._src.input.distributed import DistributedIterator
+    from tpustrategy._src.input.from_function import _FromFunctionIterator
+
+    if isinstance(it, DistributedIterator):
+        plan = getattr(getattr(it, "_ds", None), "_plan", None)
+        return {"kind": "iterator", "iterator": "distributed", "mode": getattr(plan, "mode", None)}
+    if isinstance(it, _FromFunctionIterator):
+        return {"kind": "iterator", "iterator": "from_function", "mode": "local"}
+    if isinstance(it, DatasetIterator):
+        return {"kind": "iterator", "iterator": "dataset", "mode": "global"}
+    return {"kind": "iterator", "iterator": type(it).__name__, "mode": None}

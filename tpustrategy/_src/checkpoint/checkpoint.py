@@ -1,0 +1,190 @@
+"""``tps.train.Checkpoint``: save and restore variables, arrays, input positions and numbers.
+
+The counterpart of ``tf.train.Checkpoint``. Objects are given by name
+(``Checkpoint(model=..., optimizer=..., iterator=..., step=...)``) or set as
+attributes later; ``save(prefix)`` writes ``prefix-N`` (N counts the saves),
+``write(path)`` writes exactly ``path``, ``restore(path)`` puts every saved
+value back: variables and iterators in place, arrays, pytrees and Python
+numbers as the checkpoint's attributes (``ckpt.params`` after ``restore`` is
+the restored tree; mutable dicts and lists are also updated in place).
+``read(path, like=...)`` returns restored values without a Checkpoint holding
+them. See ``graph`` for what is tracked, ``writer``/``reader`` for the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from tpustrategy._src.checkpoint import multihost, reader, writer
+from tpustrategy._src.checkpoint.graph import Graph
+from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
+
+_RESERVED = frozenset({"save", "write", "restore", "read", "save_counter"})
+
+
+def _check_path(value: Any, api: str, arg: str) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        text = os.fspath(value)
+        if isinstance(text, str) and text:
+            return text
+    raise TypeError(
+        f"{api}: {arg} must be a non-empty path (str or os.PathLike); received "
+        f"{type(value).__name__}: {value!r}.\nFix: e.g. {api.split('.')[0].lower()}."
+        f"{api.split('.')[-1]}('/tmp/training_checkpoints/ckpt')."
+    )
+
+
+class Checkpoint:
+    """Groups the objects to save and restore together (``tf.train.Checkpoint``).
+
+    Args:
+      root: optional object whose attributes holding state are saved as if
+        they were passed by name.
+      **objects: the objects by name: ``tps.Variable``s, arrays, pytrees of
+        them (flax/optax/equinox state), iterators from ``iter(dataset)`` or
+        ``iter(strategy.experimental_distribute_dataset(...))`` /
+        ``distribute_datasets_from_function``, Python ``int``/``float``/
+        ``bool``/``str``, nested ``Checkpoint``s, or objects whose attributes
+        hold those (a model, an optimizer).
+
+    Example:
+      >>> ckpt = tps.train.Checkpoint(params=params, opt_state=opt_state,
+      ...                             iterator=iterator, step=0)
+      >>> path = ckpt.save("/tmp/ckpts/ckpt")            # '/tmp/ckpts/ckpt-1'
+      >>> ckpt.restore(tps.train.latest_checkpoint("/tmp/ckpts"))
+      >>> params, opt_state = ckpt.params, ckpt.opt_state
+    """
+
+    def __init__(self, root: Any = None, **objects: Any):
+        object.__setattr__(self, "_objects", {})
+        object.__setattr__(self, "_root", root)
+        object.__setattr__(self, "_save_counter", 0)
+        for name, value in objects.items():
+            setattr(self, name, value)
+
+    # Objects ---------------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        if name in _RESERVED:
+            raise ValueError(
+                f"tps.train.Checkpoint: {name!r} is the name of a Checkpoint method or property "
+                "and cannot name a checkpointed object.\nFix: choose another name, e.g. "
+                f"Checkpoint(my_{name}=...)."
+            )
+        self._objects[name] = value
+
+    def __getattr__(self, name: str) -> Any:
+        objects = self.__dict__.get("_objects", {})
+        if name in objects:
+            return objects[name]
+        raise AttributeError(f"'Checkpoint' object has no attribute {name!r} (it holds: {sorted(objects)})")
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._objects:
+            del self._objects[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __repr__(self) -> str:
+        return f"<tps.train.Checkpoint {sorted(self._objects)} save_counter={self._save_counter}>"
+
+    @property
+    def save_counter(self) -> int:
+        """How many times ``save`` was called (restored with the checkpoint), as in TF."""
+        return self._save_counter
+
+    def _graph(self, api: str) -> Graph:
+        named: list[tuple[str, Any, Callable[[Any], None], bool]] = []
+        root = self._root
+        if root is not None:
+            for name, value in sorted(vars(root).items()):
+                if not name.startswith("__") and name not in self._objects:
+                    named.append((name, value, lambda v, n=name: setattr(root, n, v), False))
+        for name, value in self._objects.items():
+            named.append((name, value, lambda v, n=name: self._objects.__setitem__(n, v), True))
+        return Graph(named, api)
+
+    # Saving ----------------------------------------------------------------------------------
+    def save(self, file_prefix: str | os.PathLike[str], options: Any = None) -> str:
+        """Saves to ``f"{file_prefix}-{save_counter + 1}"`` and returns that path.
+
+        Every process of a multi-process job must call it at the same step;
+        they check that they agree on the number. The checkpoint becomes
+        visible (to ``restore``, ``latest_checkpoint``) only once complete.
+        """
+        api = "Checkpoint.save"
+        prefix = _check_path(file_prefix, api, "file_prefix")
+        number = multihost.agree(api, "the checkpoint number (save_counter + 1)", self._save_counter + 1)
+        path = self._save_as(f"{prefix}-{number}", number, number, api)
+        return path
+
+    def _save_as(self, path: str, number: int | None, save_counter: int, api: str) -> str:
+        writer.write(self._graph(api), path, numbered=number is not None, number=number,
+                     save_counter=save_counter, api=api)
+        self._save_counter = save_counter
+        return path
+
+    def write(self, file_prefix: str | os.PathLike[str], options: Any = None) -> str:
+        """Writes exactly ``file_prefix`` (no number; ``latest_checkpoint`` does not list it)."""
+        api = "Checkpoint.write"
+        path = _check_path(file_prefix, api, "file_prefix")
+        writer.write(self._graph(api), path, numbered=False, number=None,
+                     save_counter=self._save_counter, api=api)
+        return path
+
+    # Restoring -------------------------------------------------------------------------------
+    def restore(self, save_path: str | os.PathLike[str] | None, options: Any = None) -> CheckpointLoadStatus:
+        """Restores every object found in the checkpoint at ``save_path``.
+
+        ``save_path=None`` (e.g. ``manager.latest_checkpoint`` before the first
+        save) restores nothing and returns a status saying so, as in TF.
+
+        Returns:
+          A ``CheckpointLoadStatus`` (``assert_consumed()``, ``expect_partial()``, ...).
+
+        Raises:
+          FileNotFoundError: no checkpoint at ``save_path``.
+          tps.errors.DataLossError: the checkpoint is incomplete or damaged
+            (naming the file); nothing was changed.
+          ValueError: a saved value does not fit its object (shape, dtype,
+            kind), or iterator positions cannot move to this process count.
+        """
+        if save_path is None:
+            return InitializationOnlyStatus()
+        api = "Checkpoint.restore"
+        status, manifest = reader.restore(self._graph(api), _check_path(save_path, api, "save_path"), api)
+        self._save_counter = int(manifest.get("save_counter", self._save_counter))
+        return status
+
+    def read(self, save_path: str | os.PathLike[str], options: Any = None, like: dict[str, Any] | None = None) -> Any:
+        """Reads a checkpoint (``tf.train.Checkpoint.read``), optionally into templates.
+
+        Args:
+          save_path: a checkpoint path.
+          options: accepted for compatibility.
+          like: None to restore this Checkpoint's objects (as ``restore``); or
+            a dict from saved names to templates (pytrees of arrays or
+            ``jax.ShapeDtypeStruct`` with shardings) to read just those,
+            without touching this Checkpoint's objects.
+
+        Returns:
+          The load status; with ``like``, a dict name -> restored value.
+        """
+        if like is None:
+            return self.restore(save_path, options)
+        if not isinstance(like, dict) or not all(isinstance(k, str) for k in like):
+            raise TypeError(
+                "Checkpoint.read: like must be a dict from the names the objects were saved under "
+                f"to templates; received {type(like).__name__}.\nFix: e.g. ckpt.read(path, "
+                "like={'params': params_template})."
+            )
+        api = "Checkpoint.read"
+        holder = Checkpoint(**like)
+        graph = holder._graph(api)
+        path = _check_path(save_path, api, "save_path")
+        reader.restore(graph, path, api, require_all=True)
+        return dict(holder._objects)
