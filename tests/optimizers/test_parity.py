@@ -29,6 +29,7 @@ CASES = {
     "nesterov": (lambda: tps.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
                  lambda: optax.sgd(0.1, momentum=0.9, nesterov=True)),
     "adam": (lambda: tps.optimizers.Adam(0.05), lambda: optax.adam(0.05, b1=0.9, b2=0.999, eps=1e-7)),
+    "amsgrad": (lambda: tps.optimizers.Adam(0.05, amsgrad=True), lambda: optax.amsgrad(0.05, eps=1e-7)),
     "adamw": (lambda: tps.optimizers.AdamW(0.05),
               lambda: optax.adamw(0.05, b1=0.9, b2=0.999, eps=1e-7, weight_decay=0.004)),
     "adam_schedule": (lambda: tps.optimizers.Adam(optax.exponential_decay(0.1, 2, 0.5)),

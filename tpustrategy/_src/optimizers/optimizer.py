@@ -29,6 +29,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import tpustrategy as tps
 from tpustrategy._src.optimizers import state as state_lib
@@ -232,6 +233,8 @@ class Optimizer:
     def _gradient(self, g: Any, v: Any, replica: bool, api: str) -> Any:
         if isinstance(g, tps.Mirrored):
             g = g.values[0]
+            if isinstance(g, jax.Array) and not isinstance(g, jax.core.Tracer):
+                g = np.asarray(g)  # one replica's copy is committed to that replica's device
         elif isinstance(g, tps.DistributedValues):
             where = ("inside a replica function pass this replica's own gradient" if replica else
                      "call apply_gradients inside strategy.run, or reduce the gradients first "
