@@ -66,7 +66,8 @@ def main(steps: int = 300, global_batch: int = 256, lr: float = 1e-2) -> dict[st
         losses.append(loss)  # Mirrored: read lazily, so steps are not blocked on the host
     losses = [float(np.asarray(v)) for v in losses]
     x_test, y_test = make_data(2048, seed=1)
-    state = jax.tree.map(np.asarray, state)  # Mirrored leaves -> one host copy each
+    # Mirrored leaves -> one host copy each (distributed values are pytrees: is_leaf keeps them whole).
+    state = jax.tree.map(np.asarray, state, is_leaf=lambda v: isinstance(v, tps.DistributedValues))
     logits = nnx.merge(graphdef, state)(x_test)
     accuracy = float((logits.argmax(-1) == y_test).mean())
     return {"first_loss": losses[0], "final_loss": float(np.mean(losses[-5:])), "accuracy": accuracy}

@@ -155,7 +155,11 @@ def test_a_thousand_runs_each_followed_by_a_reduce_do_not_deadlock():
     s = _strategy(8)
     x = tps.PerReplica([np.float32(i) for i in range(8)])
     total = None
+
+    def double(x):
+        return x * 2.0
+
     for _ in range(1000):
-        out = s.run(lambda x: x * 2.0, (x,))
+        out = s.run(double, (x,))
         total = s.reduce("SUM", out, axis=None)
     assert float(total) == 56.0

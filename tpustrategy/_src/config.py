@@ -7,6 +7,9 @@
 - ``TPS_EAGER_TIMEOUT`` (seconds > 0): how long a replica thread of the eager
   path waits for the others at a collective before raising
   ``DeadlineExceededError`` (default 300).
+- ``TPS_MAX_UNROLLED_PULLS`` (int >= 1): how many batches one ``tps.function``
+  call may pull from one iterator (a Python loop inside is unrolled into one
+  program; default 256).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ _lock = threading.Lock()
 _run_eagerly: bool = _env_bool("TPS_RUN_EAGERLY", False)
 MAX_IN_FLIGHT: int | None = _env_number("TPS_MAX_IN_FLIGHT", None, int, 1)  # type: ignore[assignment]
 EAGER_TIMEOUT: float = _env_number("TPS_EAGER_TIMEOUT", 300.0, float, 0.001)  # type: ignore[assignment]
+MAX_UNROLLED_PULLS: int = _env_number("TPS_MAX_UNROLLED_PULLS", 256, int, 1)  # type: ignore[assignment]
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.errors import OutOfRangeError
 from tpustrategy._src.input import autoshard, split, to_device
 from tpustrategy._src.input.input_context import InputOptions, InputReplicationMode, check_options
 from tpustrategy._src.input.prefetch import Prefetcher
@@ -76,15 +77,15 @@ class _StepSource:
             return state, (pieces, whole)  # grouped after the processes agree on shapes
         return state, self._group(pieces, whole)
 
-    def _group(self, pieces: list[Any], whole: Any = None, ragged: bool = False) -> Any:
+    def _group(self, pieces: list[Any], whole: Any = None, global_sizes: list[int] | None = None) -> Any:
         return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
-                               self._first_replica, ragged)
+                               self._first_replica, global_sizes)
 
     def get_next(self) -> Any:
         _check_not_in_replica()
-        from tpustrategy._src import function
+        from tpustrategy._src.execution import pulls
 
-        traced = function.pull_in_frame(self)
+        traced = pulls.pull(self)
         if traced is not None:
             return traced
         return self._tps_pull()
@@ -101,7 +102,7 @@ class _StepSource:
         if self._coordinate:
             return self._agree(step if has else None)
         if not has:
-            raise StopIteration
+            raise OutOfRangeError("End of sequence")
         return step
 
     def _agree(self, step: Any) -> Any:
@@ -117,9 +118,10 @@ class _StepSource:
         sizes = [_leading(p) for p in pieces] if step is not None else [0] * len(pieces)
         info = across_processes.allgather(np.asarray([int(step is not None)] + sizes, np.int64))
         if not info[:, 0].any():
-            raise StopIteration
-        ragged = len(set(info[:, 1:].ravel().tolist())) > 1
-        return self._group(pieces, whole, ragged)
+            raise OutOfRangeError("End of sequence")
+        sizes_all = info[:, 1:].ravel().tolist()
+        ragged = len(set(sizes_all)) > 1
+        return self._group(pieces, whole, sizes_all if ragged else None)
 
     def get_next_as_optional(self) -> Optional:
         try:
@@ -251,7 +253,11 @@ class DistributedDataset:
     # Public surface ---------------------------------------------------------------------------
     def __iter__(self) -> DistributedIterator:
         _check_not_in_replica()
-        return DistributedIterator(self)
+        from tpustrategy._src.execution import pulls
+
+        iterator = DistributedIterator(self)
+        pulls.register_iterator(iterator, self)
+        return iterator
 
     @property
     def element_spec(self) -> Any:

@@ -60,7 +60,11 @@ class DistributedDatasetsFromFunction:
 
     def __iter__(self) -> _FromFunctionIterator:
         _check_not_in_replica()
-        return _FromFunctionIterator(self)
+        from tpustrategy._src.execution import pulls
+
+        iterator = _FromFunctionIterator(self)
+        pulls.register_iterator(iterator, self)
+        return iterator
 
     @property
     def element_spec(self) -> Any:

@@ -3,7 +3,8 @@
 Equal-shaped pieces become one ``[R, ...]`` array sharded over the replica
 axis, built with ``jax.make_array_from_process_local_data`` (so the same code
 works across hosts: each process gives its local replicas' rows). Ragged
-pieces (a partial last batch) become a ``PerReplica`` of per-device arrays.
+pieces (a partial last batch) become one zero-padded ``[R, ...]`` array that
+keeps each replica's true shape (the ragged back end slices it back).
 String (object) leaves stay on the host as NumPy.
 """
 
@@ -21,7 +22,7 @@ from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 
 def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = None,
-          first_replica: int = 0, ragged: bool = False) -> Any:
+          first_replica: int = 0, global_sizes: list[int] | None = None) -> Any:
     """One step: a structure whose leaves are ``PerReplica`` of the local replicas' pieces.
 
     Args:
@@ -32,8 +33,8 @@ def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = 
         so a leaf can be reshaped to ``[R, b/R, ...]`` without a host copy.
       first_replica: global id of the first local replica (pipelines simulated
         in one process hold only some replicas: they get per-device arrays).
-      ragged: the step's pieces differ in size somewhere in the job (known from the
-        cross-process agreement), so every leaf is kept as per-replica components.
+      global_sizes: every replica's piece size when they differ somewhere in the job
+        (known from the cross-process agreement): each leaf learns every replica's shape.
     """
     n_global = strategy.num_replicas_in_sync
     if n_global == 1:
@@ -49,9 +50,7 @@ def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = 
     for k in range(treedef.num_leaves):
         column = [lp[0][k] for lp in leaves_per]
         leaf = _group_leaf(strategy, column, fetch_to_device,
-                           whole_leaves[k] if whole_leaves else None, first_replica, ragged)
-        if ragged and isinstance(leaf, PerReplica):
-            leaf._global_ragged = True
+                           whole_leaves[k] if whole_leaves else None, first_replica, global_sizes)
         out.append(leaf)
     return jax.tree_util.tree_unflatten(treedef, out)
 
@@ -64,7 +63,7 @@ def _put_one(x: Any, device: Any) -> Any:
 
 
 def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first_replica: int,
-                ragged: bool = False) -> Any:
+                global_sizes: list[int] | None = None) -> Any:
     column = [np.asarray(c) if not isinstance(c, bytes) else c for c in column]
     first = column[0]
     if not fetch or isinstance(first, bytes) or first.dtype == object:
@@ -72,17 +71,24 @@ def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first
     shapes = {c.shape for c in column}
     n_local = len(column)
     simulated = jax.process_count() == 1 and n_local != strategy.num_replicas_in_sync
-    if len(shapes) > 1 or simulated or ragged:
-        devices = strategy._devices[first_replica:first_replica + n_local] if simulated else strategy._local_devices
+    sharding = NamedSharding(strategy._mesh, P(REPLICA_AXIS))
+    if simulated:
+        devices = strategy._devices[first_replica:first_replica + n_local]
         return PerReplica([jax.device_put(c, d) for c, d in zip(column, devices)])
+    if global_sizes is not None or len(shapes) > 1:
+        # A ragged step: one zero-padded [R, ...] array that keeps every replica's true shape.
+        value = PerReplica(column)
+        if global_sizes is not None:
+            value.set_global_shapes([(s,) + first.shape[1:] for s in global_sizes])
+        value.stacked_array(sharding)
+        return value
     if whole is not None and first.ndim and np.shape(whole)[0] == n_local * first.shape[0]:
         local = np.asarray(whole).reshape((n_local,) + first.shape)
     else:
         local = np.stack(column)
     global_shape = (strategy.num_replicas_in_sync,) + first.shape
-    sharding = NamedSharding(strategy._mesh, P(REPLICA_AXIS))
     if jax.process_count() == 1:
         array = jax.device_put(local, sharding)
     else:
         array = jax.make_array_from_process_local_data(sharding, local, global_shape)
-    return PerReplica._from_stacked(array, strategy.num_replicas_in_sync)
+    return PerReplica.from_stacked(array)

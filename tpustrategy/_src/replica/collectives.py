@@ -82,6 +82,7 @@ def eager_all_reduce(ctx: Any, op: ReduceOp, leaves: list[Any]) -> list[Any]:
 
     def exchange(xs: tuple[Any, ...]) -> tuple[Any, ...]:
         everyone = ctx._rendezvous.exchange(ctx._local_id, "all_reduce", list(xs))
+        check_same_shapes("all_reduce", everyone)
         totals = [_sum_on(ctx._device, [vals[k] for vals in everyone]) for k in range(len(xs))]
         if across_processes.multi_process():
             # One thread per process takes the local totals across processes.
@@ -108,6 +109,19 @@ def eager_all_reduce(ctx: Any, op: ReduceOp, leaves: list[Any]) -> list[Any]:
     out = list(reduce(*leaves))
     ctx._rendezvous.mark_invariant(ctx._local_id, out)
     return out
+
+
+def check_same_shapes(api: str, everyone: list[list[Any]]) -> None:
+    """Every replica must pass values of the same shapes to an all-reduce."""
+    for k in range(len(everyone[0])):
+        shapes = [tuple(np.shape(vals[k])) for vals in everyone]
+        if len(set(shapes)) > 1:
+            listed = ", ".join(f"replica {i}: {list(s)}" for i, s in enumerate(shapes))
+            raise ValueError(
+                f"ReplicaContext.{api}: every replica must pass a value of the same shape (it is reduced "
+                f"element-wise), but value {k} has shapes {listed}.\nFix: reduce inside each replica first "
+                "(e.g. jnp.sum(x)), or all_reduce a fixed-size value such as a gradient."
+            )
 
 
 def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:

@@ -148,7 +148,7 @@ class CompiledReplicaContext(ReplicaContext):
 
         def group(x: Any) -> Any:
             if isinstance(x, jax.core.Tracer):
-                return PerReplica._from_traced(x, n)
+                return PerReplica.from_replica_tracer(x, n)
             return x
 
         args, kwargs = jax.tree_util.tree_map(group, (args, kwargs))

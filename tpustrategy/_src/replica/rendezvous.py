@@ -86,6 +86,13 @@ class Rendezvous:
             assert self._results is not None and self._results[0] == generation
             return self._results[1]
 
+    def progressed(self) -> bool:
+        """Whether a collective completed since the last call (for the caller's own timeout)."""
+        with self._cond:
+            seen = getattr(self, "_seen_generation", 0)
+            self._seen_generation = self._generation
+            return self._generation != seen
+
     def mark_invariant(self, replica_id: int, results: list[Any]) -> None:
         n = self._collectives[replica_id]
         self._collectives[replica_id] = n + 1

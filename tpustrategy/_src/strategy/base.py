@@ -17,10 +17,10 @@ import numpy as np
 
 from tpustrategy._src import config
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
+from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution.runner import NeedsEager, ReplicaRunner
 from tpustrategy._src.replica import across_processes
-from tpustrategy._src.strategy import context, dispatch
-from tpustrategy._src.strategy.compiled_run import CompiledRunner, Ragged
-from tpustrategy._src.strategy.eager_run import run_eagerly
+from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.reduce import reduce_value
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
@@ -35,24 +35,42 @@ _CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerA
 
 
 def _agree_on_host_values(args: Any, kwargs: Any) -> None:
-    """Multi-host: PerReplica values built on the host must take the same path everywhere.
+    """Multi-host: per-replica values built on the host learn every replica's shape.
 
-    Each process holds only its replicas' components; if their shapes differ on any
-    process (or between processes), every process marks them ragged, so all of
-    them run the replica function on the eager path.
+    Each process holds only its replicas' components. One all-gather of their
+    shapes gives every process the job's per-replica shapes, so all of them
+    build the same (uniform or ragged) program.
     """
     host_built = [
         leaf for leaf in regroup.flatten((args, kwargs))[0]
-        if isinstance(leaf, PerReplica) and leaf._stacked is None and leaf._traced is None
+        if isinstance(leaf, PerReplica) and not leaf.has_stacked and not leaf.is_traced
     ]
     if not host_built:
         return
-    ragged = any(leaf._is_ragged() for leaf in host_built)
-    signature = hash(tuple(tuple(np.shape(c)) for leaf in host_built for c in leaf.values)) % (2**62)
-    info = across_processes.allgather(np.asarray([int(ragged), signature], np.int64))
-    if info[:, 0].any() or len(set(info[:, 1].tolist())) > 1:
-        for leaf in host_built:
-            leaf._global_ragged = True
+    local = [np.shape(c) for leaf in host_built for c in leaf.values]
+    flat = np.asarray([len(local)] + [len(s) for s in local] + [d for s in local for d in s], np.int64)
+    sizes = across_processes.allgather(np.int64(flat.size))
+    width = int(sizes.max())
+    every = across_processes.allgather(np.pad(flat, (0, width - flat.size)))
+    per_process = []
+    for row in every:
+        count = int(row[0])
+        ranks = row[1:1 + count].tolist()
+        dims, shapes, pos = row[1 + count:], [], 0
+        for r in ranks:
+            shapes.append(tuple(int(d) for d in dims[pos:pos + r]))
+            pos += r
+        per_process.append(shapes)
+    if len({len(p) for p in per_process}) > 1:
+        raise ValueError(
+            "strategy.run: the processes of the job passed different numbers of per-replica components "
+            f"({[len(p) for p in per_process]}); every process must call run with the same structure."
+        )
+    offset = 0
+    for leaf in host_built:
+        k = len(leaf.values)
+        leaf.set_global_shapes([s for p in per_process for s in p[offset:offset + k]])
+        offset += k
 
 
 class ValueContext:
@@ -92,7 +110,7 @@ class Strategy:
         self._local_devices = tuple(local_devices if local_devices is not None else devices)
         self._replica_offset = replica_offset
         self._mesh = replica_mesh(self._devices)
-        self._runner = CompiledRunner(self)
+        self._runner = ReplicaRunner(self)
         self._scope_depth = 0
 
     # Properties ----------------------------------------------------------------
@@ -170,16 +188,25 @@ class Strategy:
             if across_processes.multi_process() and frames.current() is None:
                 _agree_on_host_values(args, kwargs)
             if config.functions_run_eagerly() or self._runner.needs_eager(fn):
-                return run_eagerly(self, fn, tuple(args), kwargs)
+                return self._runner.run_eagerly(fn, args, kwargs)
             try:
                 return self._runner.run(fn, args, kwargs)
-            except Ragged:
-                return run_eagerly(self, fn, tuple(args), kwargs)
+            except NeedsEager as e:
+                if frames.current() is not None:
+                    raise ValueError(
+                        f"strategy.run inside tps.function: the replica function cannot be compiled, because "
+                        f"{e.reason}; inside tps.function there is no eager fallback.\nFix: call strategy.run "
+                        "outside tps.function for this step, or keep collectives out of loops and conditionals."
+                    ) from e.cause
+                self._runner.mark_eager(fn, e.reason)
+                return self._runner.run_eagerly(fn, args, kwargs)
             except _CONCRETIZATION_ERRORS as e:
                 if frames.current() is not None:
                     raise  # inside tps.function there is no eager fallback
-                self._runner.mark_eager(fn, e)
-                return run_eagerly(self, fn, tuple(args), kwargs)
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                self._runner.mark_eager(fn, f"it uses a per-replica value as a Python value "
+                                            f"({type(e).__name__}: {first})")
+                return self._runner.run_eagerly(fn, args, kwargs)
 
     experimental_run_v2 = run
 
@@ -205,7 +232,8 @@ class Strategy:
         with self._enter_for("reduce"):
             n = self.num_replicas_in_sync
             leaves, treedef = regroup.flatten(value)
-            reduced = [reduce_value(op, leaf, axis, n) for leaf in leaves]
+            split = self._placement_split()
+            reduced = [reduce_value(op, leaf, axis, n, split) for leaf in leaves]
             dispatch.track(reduced)  # a cross-device reduction is a program with a collective
             return jax.tree_util.tree_unflatten(treedef, reduced)
 
@@ -215,21 +243,18 @@ class Strategy:
         return regroup.local_results(value, len(self._local_devices))
 
     def gather(self, value: Any, axis: int) -> Any:
-        """Concatenates the components of ``value`` along ``axis`` (cross-replica)."""
+        """Concatenates every replica's component of ``value`` along ``axis`` (cross-replica).
+
+        Every replica of the job is included, on every process (TensorFlow's
+        rule); the result is one array on this strategy's devices.
+        """
+        from tpustrategy._src.strategy.gather import gather_value
+
         with self._enter_for("gather"):
-            def one(v: Any) -> Any:
-                parts = self.experimental_local_results(v) if isinstance(v, DistributedValues) else (v,) * self.num_replicas_in_sync
-                arrays = [np.asarray(p) for p in parts]
-                if arrays[0].ndim == 0:
-                    raise ValueError(
-                        "gather: per-replica values must have rank >= 1 to be concatenated "
-                        f"along axis {axis}; received scalars.\nFix: reshape them to [1]."
-                    )
-                import jax.numpy as jnp
-
-                return jnp.asarray(np.concatenate(arrays, axis=axis))
-
-            return jax.tree_util.tree_map(one, value, is_leaf=lambda x: isinstance(x, DistributedValues))
+            split = self._placement_split()
+            return jax.tree_util.tree_map(
+                lambda v: gather_value(v, axis, self.num_replicas_in_sync, split), value,
+                is_leaf=lambda x: isinstance(x, DistributedValues) or getattr(x, "_tps_distributed_variable", False))
 
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Calls ``value_fn(ValueContext(i, R))`` for each local replica; wraps results in PerReplica."""
@@ -285,6 +310,11 @@ class Strategy:
 
     def __repr__(self) -> str:
         return object.__repr__(self)
+
+    def _placement_split(self) -> Any:
+        from tpustrategy._src.execution.program import Placement
+
+        return Placement.of(self).split
 
     def _reduce_op(self, op: Any) -> ReduceOp:
         return canonical_reduce_op(op)

@@ -45,14 +45,23 @@ def _mean_dtype(dtype: Any) -> Any:
     return dtype if jnp.issubdtype(dtype, jnp.inexact) else default_float_dtype()
 
 
-def reduce_value(op: ReduceOp, value: Any, axis: Any, num_replicas: int) -> Any:
-    """Reduces one leaf (distributed or not)."""
-    if isinstance(value, DistributedValues) and value._traced is not None:
-        return _reduce_traced(op, value._traced, axis, num_replicas)
+def reduce_value(op: ReduceOp, value: Any, axis: Any, num_replicas: int, split_sharding: Any = None) -> Any:
+    """Reduces one leaf (distributed or not).
+
+    Args:
+      op: SUM or MEAN.
+      value: the leaf.
+      axis: None, or the axes reduced inside each replica first.
+      num_replicas: the strategy's replica count.
+      split_sharding: the strategy's replica-axis sharding: host-built
+        per-replica values are stacked there, so every result lives on the mesh.
+    """
+    if isinstance(value, DistributedValues) and value.replica_tracer is not None:
+        return _reduce_traced(op, value.replica_tracer, axis, num_replicas)
     if isinstance(value, Mirrored):
-        return _reduce_plain(op, value._primary(), axis, num_replicas)
+        return _reduce_plain(op, value.replicated_array, axis, num_replicas)
     if isinstance(value, DistributedValues):
-        return _reduce_per_replica(op, value, axis, num_replicas)
+        return _reduce_per_replica(op, value, axis, num_replicas, split_sharding)
     if getattr(value, "_tps_distributed_variable", False):
         return _reduce_plain(op, value.read_value(), axis, num_replicas)
     return _reduce_plain(op, value, axis, num_replicas)
@@ -72,9 +81,37 @@ def _reduce_plain(op: ReduceOp, value: Any, axis: Any, n: int) -> Any:
     return jnp.mean(x.astype(_mean_dtype(x.dtype)), axis=axes)
 
 
-def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: int) -> Any:
-    if value._stacked is not None:
-        stacked = value._stacked
+def _ragged_shapes_error(shapes: Any) -> ValueError:
+    listed = ", ".join(f"replica {i}: {list(s)}" for i, s in enumerate(shapes))
+    return ValueError(
+        "strategy.reduce(axis=None) reduces element-wise across replicas, so every "
+        f"replica's value must have the same shape. Received shapes {listed}.\n"
+        "Fix: pass axis=0 (or the batch axis) to reduce inside each replica first; "
+        "MEAN then divides by the true number of elements."
+    )
+
+
+def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: int, split_sharding: Any) -> Any:
+    multi_host_components = across_processes.multi_process() and not value.has_stacked and not value.is_traced
+    if not multi_host_components:
+        stacked = value.stacked_array(split_sharding)
+        if value.is_ragged:
+            shapes = value.shapes
+            if axis is None:
+                raise _ragged_shapes_error(shapes)
+            if len({len(s) for s in shapes}) > 1:
+                raise ValueError(
+                    f"strategy.reduce: per-replica values have different ranks {sorted({len(s) for s in shapes})}; "
+                    "they must differ only in size."
+                )
+            axes = _canonical_axes(axis, len(shapes[0]))
+            shifted = (0,) + tuple(a + 1 for a in axes)
+            total = jnp.sum(stacked, axis=shifted)  # the padding is zeros
+            if op is ReduceOp.SUM:
+                return total
+            count = sum(int(np.prod([s[a] for a in axes])) for s in shapes)
+            total = total.astype(_mean_dtype(total.dtype))
+            return total / jnp.asarray(count, total.dtype)
         if axis is None:
             if op is ReduceOp.SUM:
                 return jnp.sum(stacked, axis=0)
@@ -87,45 +124,8 @@ def _reduce_per_replica(op: ReduceOp, value: DistributedValues, axis: Any, n: in
         x = stacked.astype(_mean_dtype(stacked.dtype))
         count = stacked.shape[0] * int(np.prod([stacked.shape[a] for a in shifted[1:]]))
         return jnp.sum(x, axis=shifted) / jnp.asarray(count, x.dtype)
-    components = [jnp.asarray(c) for c in value.values]
-    device = _first_device(components)
-    components = [jax.device_put(c, device) for c in components]
-    if across_processes.multi_process():
-        return _reduce_host_components_across_processes(op, components, axis, n)
-    if axis is None:
-        shapes = [tuple(c.shape) for c in components]
-        if len(set(shapes)) > 1:
-            listed = ", ".join(f"replica {i}: {list(s)}" for i, s in enumerate(shapes))
-            raise ValueError(
-                "strategy.reduce(axis=None) reduces element-wise across replicas, so every "
-                f"replica's value must have the same shape. Received shapes {listed}.\n"
-                "Fix: pass axis=0 (or the batch axis) to reduce inside each replica first; "
-                "MEAN then divides by the true number of elements."
-            )
-        total = components[0]
-        if op is ReduceOp.MEAN:
-            total = total.astype(_mean_dtype(total.dtype))
-        for c in components[1:]:
-            total = total + c.astype(total.dtype)
-        if op is ReduceOp.MEAN:
-            total = total / jnp.asarray(len(components), total.dtype)
-        return total
-    ndims = {c.ndim for c in components}
-    if len(ndims) > 1:
-        raise ValueError(
-            f"strategy.reduce: per-replica values have different ranks {sorted(ndims)}; "
-            "they must differ only in size."
-        )
-    axes = _canonical_axes(axis, components[0].ndim)
-    sums = [jnp.sum(c, axis=axes) for c in components]
-    total = sums[0]
-    for s in sums[1:]:
-        total = total + s
-    if op is ReduceOp.SUM:
-        return total
-    count = sum(int(np.prod([c.shape[a] for a in axes])) for c in components)
-    total = total.astype(_mean_dtype(total.dtype))
-    return total / jnp.asarray(count, total.dtype)
+    components = [np.asarray(c) for c in value.values]
+    return _reduce_host_components_across_processes(op, components, axis, n)
 
 
 def _reduce_host_components_across_processes(op: ReduceOp, components: list[Any], axis: Any, n: int) -> Any:
@@ -168,11 +168,3 @@ def _reduce_traced(op: ReduceOp, x: Any, axis: Any, n: int) -> Any:
     return total / jnp.asarray(count, total.dtype)
 
 
-def _first_device(components: list[Any]) -> Any:
-    for c in components:
-        devices = getattr(c, "devices", None)
-        if devices is not None:
-            ds = c.devices()
-            if len(ds) == 1:
-                return next(iter(ds))
-    return jax.devices()[0]

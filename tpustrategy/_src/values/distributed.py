@@ -1,14 +1,24 @@
 """Distributed values: ``PerReplica`` (one component per replica) and ``Mirrored``.
 
-A value that lives on every replica has one of three representations, chosen
+A value that lives on every replica has one of four representations, chosen
 by who made it; ``.values`` always gives the tuple of local components:
 
-- components: a tuple of per-replica values (user-built, eager path, ragged);
-- stacked: one array of shape ``[R, ...]`` sharded over the mesh's replica axis
-  (what the compiled path returns; passing it back to ``run`` costs no copy);
-- traced: inside a replica function traced by the compiled path, the single
-  per-replica tracer (what ``merge_fn`` receives), whose components are made on
-  demand with an ``all_gather``.
+- components: a tuple of per-replica values (user-built, host pieces);
+- stacked: one array of shape ``[R, ...]`` sharded over the mesh's replica
+  axis (what compiled programs return; passing it back costs no copy). When
+  the replicas' components differ in shape (a ragged step) the array is padded
+  with zeros to the largest component and ``shapes`` holds each replica's
+  true shape;
+- replica tracer: inside a compiled replica trace, the one tracer that stands
+  for every replica's component (what ``merge_fn`` receives);
+- replicated (``Mirrored`` only): one array replicated on every replica's device.
+
+This module is the only one that touches these fields. The rest of the package
+uses the small API below: ``stacked_array``, ``shapes``, ``is_ragged``,
+``is_traced``, ``replica_tracer``, ``replicated_array``, ``block_until_ready``,
+and the constructors ``from_stacked`` / ``from_replica_tracer`` /
+``Mirrored.from_replicated``. Distributed values are JAX pytrees, so
+``jax.block_until_ready`` and ``jax.tree`` work on them.
 """
 
 from __future__ import annotations
@@ -22,14 +32,18 @@ import numpy as np
 from tpustrategy._src.values import mesh_axis
 
 REPLICA_AXIS = mesh_axis.REPLICA_AXIS
+Shape = tuple[int, ...]
+
+
+def _is_tracer(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
 
 
 class DistributedValues:
     """Base class of values with one component per replica."""
 
-    # _global_ragged: the components of some replica (maybe on another process) differ
-    # in shape, so every process must take the eager path for this value.
-    __slots__ = ("_values", "_stacked", "_traced", "_num_replicas", "_global_ragged", "__weakref__")
+    __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
+                 "_force_ragged", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -39,56 +53,181 @@ class DistributedValues:
             )
         self._values = tuple(values) if values is not None else None
         self._stacked = None
-        self._traced = None
+        self._shapes: tuple[Shape, ...] | None = None
+        self._tracer = None
+        self._replicated = None
         self._num_replicas = len(values) if values is not None else None
-        self._global_ragged = False
+        # Set when some replica of the job (maybe on another process) has a
+        # component of another shape, so every process must treat the value as ragged.
+        self._force_ragged = False
 
-    # Alternative constructors (internal) ---------------------------------------
+    # Constructors (package API) -------------------------------------------------
     @classmethod
-    def _make(cls, num_replicas: int, *, stacked: Any = None, traced: Any = None) -> Any:
+    def _blank(cls, num_replicas: int) -> Any:
         obj = cls.__new__(cls)
         obj._values = None
-        obj._stacked = stacked
-        obj._traced = traced
+        obj._stacked = None
+        obj._shapes = None
+        obj._tracer = None
+        obj._replicated = None
         obj._num_replicas = num_replicas
-        obj._global_ragged = False
+        obj._force_ragged = False
         return obj
 
     @classmethod
-    def _from_stacked(cls, stacked: Any, num_replicas: int) -> Any:
-        """From an ``[R, ...]`` array sharded over the replicas (or a tracer of one)."""
-        return cls._make(num_replicas, stacked=stacked)
+    def from_stacked(cls, stacked: Any, shapes: Sequence[Shape] | None = None) -> Any:
+        """From an ``[R, ...]`` array (or a tracer of one) sharded over the replicas.
+
+        Args:
+          stacked: the array; padded with zeros when ``shapes`` differ.
+          shapes: each replica's true component shape when they differ (ragged).
+        """
+        obj = cls._blank(int(stacked.shape[0]))
+        obj._stacked = stacked
+        if shapes is not None:
+            shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+            if len(set(shapes)) > 1 or shapes[0] != tuple(stacked.shape[1:]):
+                obj._shapes = shapes
+        return obj
 
     @classmethod
-    def _from_traced(cls, traced: Any, num_replicas: int) -> Any:
+    def from_replica_tracer(cls, tracer: Any, num_replicas: int) -> Any:
         """From the one per-replica tracer of a compiled replica function."""
-        return cls._make(num_replicas, traced=traced)
+        obj = cls._blank(num_replicas)
+        obj._tracer = tracer
+        return obj
 
+    # Package API ---------------------------------------------------------------------
+    @property
+    def num_replicas(self) -> int:
+        """Number of replicas over the whole job."""
+        return self._num_replicas
+
+    @property
+    def replica_tracer(self) -> Any:
+        """Inside a compiled replica trace: this replica's traced component (else None)."""
+        return self._tracer
+
+    @property
+    def is_traced(self) -> bool:
+        """Whether the value is made of tracers (inside a compiled trace)."""
+        if self._tracer is not None:
+            return True
+        for x in (self._stacked, self._replicated):
+            if x is not None:
+                return _is_tracer(x)
+        return self._values is not None and any(_is_tracer(v) for v in self._values)
+
+    @property
+    def shapes(self) -> tuple[Shape, ...]:
+        """Each replica's component shape (the job's replicas; local ones for components)."""
+        if self._shapes is not None:
+            return self._shapes
+        if self._stacked is not None:
+            return (tuple(self._stacked.shape[1:]),) * self._num_replicas
+        if self._replicated is not None:
+            return (tuple(np.shape(self._replicated)),) * self._num_replicas
+        if self._tracer is not None:
+            return (tuple(self._tracer.shape),) * self._num_replicas
+        return tuple(tuple(np.shape(v)) for v in self._values)
+
+    @property
+    def is_ragged(self) -> bool:
+        """Whether the replicas' components differ in shape (anywhere in the job)."""
+        return self._force_ragged or len(set(self.shapes)) > 1
+
+    def mark_ragged(self) -> None:
+        """Records that another process holds components of another shape."""
+        self._force_ragged = True
+
+    def set_global_shapes(self, shapes: Sequence[Shape]) -> None:
+        """Multi-host: every replica's component shape (this process holds only its own)."""
+        shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+        self._num_replicas = len(shapes)
+        self._shapes = shapes
+        self._force_ragged = len(set(shapes)) > 1
+
+    @property
+    def has_stacked(self) -> bool:
+        return self._stacked is not None
+
+    def stacked_array(self, sharding: Any = None) -> Any:
+        """The ``[R, ...]`` array of the components (zero-padded when ragged).
+
+        Built once from the components and kept, so a host-built value passed
+        again costs nothing. With ``sharding`` (the strategy's replica-axis
+        sharding) it is placed there; without, it is left on the host.
+        """
+        stacked = self._stacked
+        if stacked is not None:
+            if sharding is None or _is_tracer(stacked) or stacked.sharding == sharding:
+                return stacked
+            if isinstance(stacked, jax.Array):
+                self._stacked = jax.device_put(stacked, sharding)
+                return self._stacked
+        if self._tracer is not None:
+            raise ValueError("A replica-traced value has no stacked form outside its trace.")
+        components = self.values
+        shapes = [tuple(np.shape(c)) for c in components]
+        if len({len(x) for x in shapes}) > 1:
+            raise ValueError(
+                f"A {type(self).__name__}'s components have different ranks ({[list(x) for x in shapes]}); "
+                "per-replica values may differ only in their sizes, not in their number of dimensions."
+            )
+        every = self._shapes if self._shapes is not None else shapes
+        target = tuple(max(d) for d in zip(*every)) if every and every[0] else ()
+        if any(_is_tracer(c) for c in components):
+            import jax.numpy as jnp
+
+            padded = [_pad(jnp.asarray(c), target, jnp) for c in components]
+            return jnp.stack(padded)
+        host = np.stack([_pad(np.asarray(c), target, np) for c in components])
+        if sharding is None:
+            return host
+        if jax.process_count() > 1:
+            global_shape = (len(sharding.mesh.devices.flat),) + host.shape[1:]
+            stacked = jax.make_array_from_process_local_data(sharding, host, global_shape)
+        else:
+            stacked = jax.device_put(host, sharding)
+        self._stacked = stacked
+        if len(set(shapes)) > 1 and self._shapes is None and jax.process_count() == 1:
+            self._shapes = tuple(shapes)
+        return stacked
+
+    def block_until_ready(self) -> DistributedValues:
+        """Waits until every component has been computed; returns ``self``."""
+        jax.block_until_ready(jax.tree_util.tree_leaves(self))
+        return self
+
+    # Public surface -------------------------------------------------------------------
     @property
     def values(self) -> tuple[Any, ...]:
         """The local replicas' components, in replica order."""
         if self._values is None:
-            if self._traced is not None:
-                gathered = jax.lax.all_gather(self._traced, REPLICA_AXIS)
+            if self._tracer is not None:
+                gathered = jax.lax.all_gather(self._tracer, REPLICA_AXIS)
                 self._values = tuple(gathered[i] for i in range(self._num_replicas))
             else:
-                self._values = _unstack(self._stacked)
+                self._values = _unstack(self._stacked, self._shapes)
         return self._values
-
-    def _is_ragged(self) -> bool:
-        if self._global_ragged:
-            return True
-        if self._values is None:
-            return False
-        shapes = {np.shape(v) for v in self._values}
-        return len(shapes) > 1
 
     def __len__(self) -> int:
         return len(self.values)
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            f"A {type(self).__name__} holds one value per replica, so it has no single array "
+            "value (np.asarray / jnp.asarray of it).\nFix: take the components with "
+            "strategy.experimental_local_results(value), or combine them with "
+            "strategy.reduce(tps.ReduceOp.SUM or MEAN, value, axis=None) or strategy.gather(value, axis=0)."
+        )
+
     def __repr__(self) -> str:
-        if self._traced is not None:
-            return f"{type(self).__name__}(<traced {self._traced.aval}>)"
+        if self.is_traced:
+            inner = self._tracer if self._tracer is not None else (
+                self._stacked if self._stacked is not None else self._replicated)
+            aval = getattr(inner, "aval", None)
+            return f"{type(self).__name__}(<traced {aval}>)"
         inner = ",\n".join(f"  {i}: {v!r}" for i, v in enumerate(self.values))
         return f"{type(self).__name__}:{{\n{inner}\n}}"
 
@@ -102,37 +241,54 @@ class PerReplica(DistributedValues):
 class Mirrored(DistributedValues):
     """Values known to be equal on every replica."""
 
-    __slots__ = ("_replicated",)
+    __slots__ = ()
 
     @classmethod
-    def _from_replicated(cls, array: Any, num_replicas: int) -> Mirrored:
+    def from_replicated(cls, array: Any, num_replicas: int) -> Mirrored:
         """From one array replicated on every replica's device (or a tracer of one)."""
-        obj = cls._make(num_replicas)
+        obj = cls._blank(num_replicas)
         obj._replicated = array
         return obj
 
     @property
+    def replicated_array(self) -> Any:
+        """One copy of the value (the replicated array when there is one)."""
+        if self._replicated is not None:
+            return self._replicated
+        if self._stacked is not None:
+            return self._stacked[0]
+        if self._tracer is not None:
+            return self._tracer
+        return self.values[0]
+
+    @property
     def values(self) -> tuple[Any, ...]:
-        if self._values is None and getattr(self, "_replicated", None) is not None:
+        if self._values is None and self._replicated is not None:
             arr = self._replicated
-            if isinstance(arr, jax.Array) and not isinstance(arr, jax.core.Tracer):
+            if isinstance(arr, jax.Array) and not _is_tracer(arr) and len(arr.sharding.device_set) > 1:
                 shards = sorted(arr.addressable_shards, key=lambda s: _device_order(arr, s))
                 self._values = tuple(s.data for s in shards)
             else:
-                self._values = (arr,) * self._num_replicas
+                self._values = (arr,) * self._local_count()
             return self._values
         return super().values
 
-    def _primary(self) -> Any:
-        """One copy of the value (the replicated array when there is one)."""
-        replicated = getattr(self, "_replicated", None)
-        return replicated if replicated is not None else self.values[0]
+    def _local_count(self) -> int:
+        if jax.process_count() == 1:
+            return self._num_replicas
+        return self._num_replicas // jax.process_count()
 
     def __jax_array__(self) -> Any:
-        return self._primary()
+        return self.replicated_array
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self._primary(), dtype=dtype)
+        return np.asarray(self.replicated_array, dtype=dtype)
+
+
+def _pad(x: Any, target: Shape, xp: Any) -> Any:
+    if tuple(x.shape) == target:
+        return x
+    return xp.pad(x, [(0, t - d) for t, d in zip(target, x.shape)])
 
 
 def _device_order(arr: jax.Array, shard: Any) -> int:
@@ -142,14 +298,56 @@ def _device_order(arr: jax.Array, shard: Any) -> int:
     return mesh_axis.device_index(mesh, shard.device)
 
 
-def _unstack(stacked: Any) -> tuple[Any, ...]:
-    if isinstance(stacked, jax.core.Tracer):
-        return tuple(stacked[i] for i in range(stacked.shape[0]))
-    if isinstance(stacked, jax.Array):
+def _unstack(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[Any, ...]:
+    def trim(x: Any, i: int) -> Any:
+        if shapes is None or tuple(x.shape) == shapes[i]:
+            return x
+        return x[tuple(slice(0, d) for d in shapes[i])]
+
+    if _is_tracer(stacked):
+        return tuple(trim(stacked[i], i) for i in range(stacked.shape[0]))
+    if isinstance(stacked, jax.Array) and len(stacked.sharding.device_set) > 1:
         shards = sorted(stacked.addressable_shards, key=lambda s: s.index[0].start or 0)
-        return tuple(s.data.reshape(s.data.shape[1:]) for s in shards)
-    return tuple(stacked[i] for i in range(len(stacked)))
+        out = []
+        for s in shards:
+            i = s.index[0].start or 0
+            out.append(trim(s.data.reshape(s.data.shape[1:]), i))
+        return tuple(out)
+    return tuple(trim(stacked[i], i) for i in range(len(stacked)))
 
 
 def is_distributed(x: Any) -> bool:
     return isinstance(x, DistributedValues)
+
+
+# Pytree registration: the children are the arrays of the current representation.
+def _flatten(v: DistributedValues) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    if v._stacked is not None:
+        return (v._stacked,), ("stacked", v._num_replicas, v._shapes)
+    if v._replicated is not None:
+        return (v._replicated,), ("replicated", v._num_replicas, None)
+    if v._tracer is not None:
+        return (v._tracer,), ("tracer", v._num_replicas, None)
+    return tuple(v._values), ("components", v._num_replicas, None)
+
+
+def _unflatten(cls: type) -> Any:
+    def build(aux: tuple[Any, ...], children: Sequence[Any]) -> Any:
+        kind, n, shapes = aux
+        obj = cls._blank(n)
+        if kind == "stacked":
+            obj._stacked = children[0]
+            obj._shapes = shapes
+        elif kind == "replicated":
+            obj._replicated = children[0]
+        elif kind == "tracer":
+            obj._tracer = children[0]
+        else:
+            obj._values = tuple(children)
+        return obj
+
+    return build
+
+
+for _cls in (PerReplica, Mirrored, DistributedValues):
+    jax.tree_util.register_pytree_node(_cls, _flatten, _unflatten(_cls))

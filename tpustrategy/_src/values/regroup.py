@@ -82,12 +82,17 @@ def select_replica_traced(structure: Any, replica_id: Any) -> Any:
 
     def pick(x: Any) -> Any:
         if isinstance(x, Mirrored):
-            return x._primary()
+            return x.replicated_array
         if isinstance(x, DistributedValues):
-            if x._traced is not None:
-                return x._traced
-            stacked = jnp.stack([jnp.asarray(v) for v in x.values])
-            return stacked[replica_id]
+            if x.replica_tracer is not None:
+                return x.replica_tracer
+            if x.is_ragged:
+                raise ValueError(
+                    "merge_call: merge_fn returned a PerReplica whose components differ in shape; a "
+                    "compiled replica function cannot pick its own component from it.\nFix: return values "
+                    "of one shape per replica, or reduce them in merge_fn."
+                )
+            return jnp.stack([jnp.asarray(v) for v in x.values])[replica_id]
         return x
 
     return jax.tree_util.tree_map(pick, structure, is_leaf=_is_leaf)

@@ -1,16 +1,17 @@
 """Trace frames: how variables are functionalised inside compiled programs.
 
-While ``strategy.run`` (replica level) or ``tps.function`` (cross-replica
-level) traces a function, a frame is active on the thread. Reading a variable
-returns the frame's current traced value of it; writing records the new traced
-value. The program takes every variable it reads as an input and returns every
-variable it wrote; after it runs the new values are written back, so a Python
-loop of steps mutates variables like TensorFlow eager code.
+While the execution core traces a function (``strategy.run``: replica level;
+``tps.function``: cross-replica level), a frame is active on the thread.
+Reading a variable returns the frame's current traced value of it; writing
+records the new traced value. The program takes every variable it reads as
+an input and returns every variable it wrote; after it runs the new values
+are written back, so a Python loop of steps mutates variables like
+TensorFlow eager code.
 
 A variable first met during a trace is not an input yet: the frame records it
-as *missing* and hands out a placeholder; the caller then traces again with it
-as an input (as ``tf.function`` traces twice when it meets new variables).
-Variables created during a trace are kept by the builder and handed back on
+as *missing* and hands out a placeholder; the tracer then traces again with it
+as an input (as ``tf.function`` traces again when it meets new variables).
+Variables created during a trace are kept by the tracer and handed back on
 the next trace, so a retrace does not create them twice.
 """
 
@@ -30,23 +31,32 @@ class Frame:
       inputs: variable -> traced value at the start of the trace (local view
         for the replica level, global for the cross-replica level).
       created: variables created by earlier traces of the same function, reused in order.
+      strategy: the strategy running the replica function (replica level).
     """
 
     def __init__(self, level: str, inputs: dict[Any, Any], created: list[Any], strategy: Any = None):
         self.level = level
         self.strategy = strategy
         self._current: dict[Any, Any] = dict(inputs)
-        self.inputs = list(inputs)
         self.missing: list[Any] = []
         self.written: list[Any] = []
         self.created = created
         self._created_index = 0
-        self.pulls: list[Any] = []
+        self.strategies: list[Any] = [strategy] if strategy is not None else []
+        self.pulls: Any = None  # execution.pulls.TracePulls at the cross-replica level
+        # Variables created in this trace from traced values: the program computes their
+        # first value (they are outputs, not inputs) — such a program runs once.
+        self.initialised: list[Any] = []
+
+    def note_strategy(self, strategy: Any) -> None:
+        if strategy is not None and strategy not in self.strategies:
+            self.strategies.append(strategy)
 
     def has(self, var: Any) -> bool:
         return var in self._current
 
     def read(self, var: Any, placeholder_shape: tuple[int, ...]) -> Any:
+        self.note_strategy(var._strategy)
         if var in self._current:
             return self._current[var]
         if var not in self.missing:
@@ -54,11 +64,19 @@ class Frame:
         return jnp.zeros(placeholder_shape, var.dtype)
 
     def write(self, var: Any, value: Any) -> None:
+        self.note_strategy(var._strategy)
         if var not in self._current and var not in self.missing:
             self.missing.append(var)
         self._current[var] = value
         if var not in self.written:
             self.written.append(var)
+
+    def initialise(self, var: Any, value: Any) -> None:
+        self._current[var] = value
+        if var not in self.written:
+            self.written.append(var)
+        if var not in self.initialised:
+            self.initialised.append(var)
 
     def current(self, var: Any) -> Any:
         return self._current[var]
@@ -87,10 +105,8 @@ def current() -> Frame | None:
     return _stack.frames[-1] if _stack.frames else None
 
 
-def parent_of(frame: Frame) -> Frame | None:
-    frames = _stack.frames
-    i = frames.index(frame)
-    return frames[i - 1] if i > 0 else None
+def outermost() -> Frame | None:
+    return _stack.frames[0] if _stack.frames else None
 
 
 class active:
@@ -105,17 +121,6 @@ class active:
 
     def __exit__(self, *exc: Any) -> None:
         _stack.frames.pop()
-
-
-class suspended:
-    """Temporarily hides every frame (e.g. while a nested program is built)."""
-
-    def __enter__(self) -> None:
-        self._saved = _stack.frames
-        _stack.frames = []
-
-    def __exit__(self, *exc: Any) -> None:
-        _stack.frames = self._saved
 
 
 def global_value(var: Any) -> Any:

@@ -94,7 +94,7 @@ def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
 def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
     if isinstance(value, DistributedValues):
         if isinstance(value, Mirrored):
-            return value._primary()
+            return value.replicated_array
         if in_replica:
             raise TypeError("Cannot use DistributedValues to update variables in replica context.")
         return value
@@ -122,7 +122,9 @@ def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx:
     if var._kind == SYNC_ON_READ:
         return _combine(var, method, current, v)
     if var._kind == PLAIN:
-        # Every replica's update is applied in turn: deltas add up, the last assign wins.
+        # TensorFlow's MirroredStrategy rule: every replica's update is applied in turn
+        # (deltas add up, the last assign wins).
+        warn_plain_variable(var, method, ctx.num_replicas_in_sync)
         if method == "assign":
             return _combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
         return _combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
@@ -156,6 +158,43 @@ def none_aggregation_error(var: Any) -> ValueError:
     )
 
 
+_warned_plain: set[int] = set()
+
+
+def warn_plain_variable(var: Any, method: str, num_replicas: int) -> None:
+    """TensorFlow applies every replica's update to a variable made outside any scope; say so once."""
+    if num_replicas <= 1 or var._id in _warned_plain:
+        return
+    _warned_plain.add(var._id)
+    import warnings
+
+    warnings.warn(
+        f"Variable.{method}: {var.name!r} was created outside any strategy.scope(), so it is one plain "
+        f"variable, and it is updated inside a replica function running on {num_replicas} replicas: "
+        f"as in TensorFlow, each replica's update is applied in turn ({num_replicas} updates per run).\n"
+        "Fix: if you meant one mirrored variable, create it under `with strategy.scope():` (with "
+        "aggregation=tps.VariableAggregation.SUM, MEAN or ONLY_FIRST_REPLICA), or update it outside "
+        "strategy.run.",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+def initialise_in_frame(var: Any, frame: Any, value: Any) -> None:
+    """A variable created in a traced step from a traced value: the program initialises it.
+
+    In a replica function a mirrored variable takes replica 0's value
+    (TensorFlow's rule); a sync-on-read one takes each replica's own.
+    """
+    value = jnp.asarray(value, var.dtype)
+    if frame.level == "replica":
+        if var._kind != SYNC_ON_READ and var._kind != PLAIN:
+            value = jax.lax.all_gather(value, REPLICA_AXIS)[0]
+    elif var._kind == SYNC_ON_READ:
+        value = jnp.broadcast_to(value, var._global_shape())
+    frame.initialise(var, value)
+
+
 def _eager_replica_update(var: Any, method: str, value: Any, ctx: Any) -> None:
     device = ctx._device
     v = jax.device_put(jnp.asarray(value), device)
@@ -180,6 +219,7 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
         return
     current = jnp.asarray(np.asarray(var._local_components()[0]))
     if var._kind == PLAIN:
+        warn_plain_variable(var, method, n)
         new = current
         for v in values:
             new = _combine(var, method, new, v)

@@ -47,11 +47,25 @@ class _VariableMeta(type):
         if frame is not None:
             reused = frame.next_created()
             if reused is not None:
+                if reused._pending_init:
+                    updates.initialise_in_frame(reused, frame, _initial_value(args, kwargs))
                 return reused
         var = super().__call__(*args, **kwargs)
         if frame is not None:
             frame.register_created(var)
+            if var._pending_init:
+                updates.initialise_in_frame(var, frame, var._traced_init)
+                var._traced_init = None
         return var
+
+
+def _initial_value(args: tuple, kwargs: dict) -> Any:
+    value = args[0] if args else kwargs.get("initial_value")
+    if callable(value):
+        value = value()
+    if isinstance(value, Variable):
+        value = value.read_value()
+    return value
 
 
 class Variable(metaclass=_VariableMeta):
@@ -94,13 +108,21 @@ class Variable(metaclass=_VariableMeta):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
             initial_value = initial_value.read_value()
+        self._pending_init = False
+        self._traced_init = None
         if isinstance(initial_value, jax.core.Tracer):
-            raise ValueError(
-                f"tps.Variable {base!r}: the initial value depends on values traced inside a "
-                "compiled function, so it has no concrete value to start from.\nFix: create the "
-                "variable under strategy.scope() before calling run/tps.function, or pass a "
-                "concrete initial value (NumPy array, Python number, or a callable)."
-            )
+            if frames.current() is None:
+                raise ValueError(
+                    f"tps.Variable {base!r}: the initial value depends on values traced by a JAX "
+                    "transformation that is not tps.function or strategy.run, so it has no concrete value "
+                    "to start from.\nFix: create the variable under strategy.scope() before the "
+                    "transformation, or pass a concrete initial value (NumPy array, Python number, or a callable)."
+                )
+            # Created inside a traced step from a traced value: the program computes the
+            # value (replica 0's for a mirrored variable, TensorFlow's rule) and writes it back.
+            self._pending_init = True
+            self._traced_init = initial_value if dtype is None else initial_value.astype(dtype)
+            initial_value = np.zeros(initial_value.shape, dtype or initial_value.dtype)
         value = jnp.asarray(initial_value, dtype=dtype)
         if shape is not None and tuple(shape) != tuple(value.shape):
             raise ValueError(
@@ -187,8 +209,8 @@ class Variable(metaclass=_VariableMeta):
         from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
         if self._kind == SYNC_ON_READ:
-            return PerReplica._from_stacked(value, self._strategy.num_replicas_in_sync).values
-        return Mirrored._from_replicated(value, self._strategy.num_replicas_in_sync).values
+            return PerReplica.from_stacked(value).values
+        return Mirrored.from_replicated(value, self._strategy.num_replicas_in_sync).values
 
     # Reads -------------------------------------------------------------------------------
     def value(self) -> Any:

@@ -1,0 +1,161 @@
+"""The eager back end of ``strategy.run``: one Python thread per replica.
+
+Used when ``tps.config.run_functions_eagerly(True)`` (debugging) and for
+replica functions that need concrete per-replica Python values
+(``if replica_id == 0:``) or that the ragged back end cannot cut. Each thread
+runs ``fn`` on its own replica's device with that replica's components of the
+arguments; the collectives of ``EagerReplicaContext`` synchronise the threads
+(TensorFlow MirroredStrategy semantics). A replica that never reaches a
+collective the others wait at raises ``DeadlineExceededError`` after
+``TPS_EAGER_TIMEOUT`` — the main thread waits with the same bound, so a stuck
+replica thread never hangs the caller.
+
+Results are placed like the compiled back ends': per-replica arrays become
+one ``[R, ...]`` array over the mesh (zero-padded with true shapes when
+ragged), mirrored ones one replicated array, so they combine with any other
+result.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src import config
+from tpustrategy._src.errors import DeadlineExceededError
+from tpustrategy._src.execution.program import Placement
+from tpustrategy._src.replica.context import EagerReplicaContext
+from tpustrategy._src.replica.rendezvous import MISMATCH_MESSAGE, Rendezvous
+from tpustrategy._src.strategy import context
+from tpustrategy._src.values import regroup
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+
+
+def _to_device(x: Any, device: Any) -> Any:
+    if isinstance(x, (jax.Array, np.ndarray, np.generic)) and not isinstance(x, jax.core.Tracer):
+        if isinstance(x, np.ndarray) and x.dtype == object:
+            return x
+        return jax.device_put(x, device)
+    return x
+
+
+def run_eagerly(strategy: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    devices = strategy._local_devices
+    num_local = len(devices)
+    offset = strategy._replica_offset
+    timeout = config.EAGER_TIMEOUT
+    rendezvous = Rendezvous(num_local, timeout)
+    results: list[Any] = [None] * num_local
+    errors: list[BaseException | None] = [None] * num_local
+
+    def worker(i: int) -> None:
+        device = devices[i]
+        ctx = EagerReplicaContext(strategy, offset + i, i, device, rendezvous)
+        try:
+            my_args, my_kwargs = regroup.select_replica(i, (args, kwargs))
+            my_args, my_kwargs = jax.tree_util.tree_map(
+                lambda x: _to_device(x, device), (my_args, my_kwargs)
+            )
+            with context.push(strategy, ctx), jax.default_device(device):
+                results[i] = fn(*my_args, **my_kwargs)
+        except BaseException as e:  # reported by the main thread
+            errors[i] = e
+        finally:
+            rendezvous.finish(i)
+
+    threads = [
+        threading.Thread(target=worker, args=(i,), name=f"tps-replica-{i}", daemon=True)
+        for i in range(num_local)
+    ]
+    for t in threads:
+        t.start()
+    _join(threads, rendezvous, timeout)
+    raised = [e for e in errors if e is not None]
+    if raised:
+        original = [e for e in raised if not _is_secondary(e)]
+        raise (original or raised)[0]
+    if num_local == 1 and strategy.num_replicas_in_sync == 1:
+        return results[0]
+    grouped = regroup.regroup(results, mirrored_ids=rendezvous.invariant_token) if num_local > 1 else \
+        jax.tree_util.tree_map(lambda x: PerReplica([x]), results[0])
+    return place_results(strategy, grouped)
+
+
+def _join(threads: list[threading.Thread], rendezvous: Rendezvous, timeout: float) -> None:
+    """Waits for the replica threads; a thread stuck outside any collective is bounded too.
+
+    The rendezvous bounds a wait at a collective; a replica that is still
+    running its own code ``timeout`` seconds after every other replica has
+    finished or is waiting would otherwise hang the caller.
+    """
+    last_progress = time.monotonic()
+    alive = [t for t in threads if t.is_alive()]
+    while alive:
+        alive[0].join(0.05)
+        now_alive = [t for t in threads if t.is_alive()]
+        if len(now_alive) != len(alive) or rendezvous.progressed():
+            last_progress = time.monotonic()
+        alive = now_alive
+        if alive and rendezvous.error is not None:
+            deadline = time.monotonic() + 1.0
+            for t in alive:
+                t.join(max(0.0, deadline - time.monotonic()))
+            alive = [t for t in threads if t.is_alive()]
+            if alive:
+                raise rendezvous.error
+        if alive and time.monotonic() - last_progress > timeout:
+            stuck = sorted(int(t.name.rsplit("-", 1)[1]) for t in alive)
+            raise DeadlineExceededError(
+                f"strategy.run (eager path): replica threads {stuck} made no progress for {timeout:g} s "
+                "(TPS_EAGER_TIMEOUT) while the other replicas were waiting or done; the replica function "
+                "may be stuck.",
+                missing=tuple(stuck),
+            )
+
+
+def _is_secondary(error: BaseException) -> bool:
+    """Errors that only report another replica's failure."""
+    return isinstance(error, RuntimeError) and str(error).startswith(MISMATCH_MESSAGE)
+
+
+def _on_device(x: Any, device: Any) -> Any:
+    if isinstance(x, jax.Array) and x.devices() == {device}:
+        return x
+    return jax.device_put(np.asarray(x), device)
+
+
+def place_results(strategy: Any, tree: Any) -> Any:
+    """Eager results placed like compiled ones: one array over the mesh per distributed leaf."""
+    placement = Placement.of(strategy)
+    devices = strategy._local_devices
+    n = strategy.num_replicas_in_sync
+
+    def place(leaf: Any) -> Any:
+        if not isinstance(leaf, DistributedValues):
+            return leaf
+        components = leaf.values
+        if not all(isinstance(c, (jax.Array, np.ndarray, np.generic)) for c in components):
+            return leaf
+        if any(np.asarray(c).dtype == object if isinstance(c, np.ndarray) else False for c in components):
+            return leaf
+        shapes = [tuple(np.shape(c)) for c in components]
+        if isinstance(leaf, Mirrored) and len(set(shapes)) == 1:
+            shards = [_on_device(c, d) for c, d in zip(components, devices)]
+            return Mirrored.from_replicated(
+                jax.make_array_from_single_device_arrays(shapes[0], placement.replicated, shards), n)
+        target = tuple(max(d) for d in zip(*shapes)) if shapes[0] else ()
+        shards = []
+        for c, d in zip(components, devices):
+            with jax.default_device(d):
+                c = jax.numpy.asarray(_on_device(c, d))
+                if tuple(c.shape) != target:
+                    c = jax.numpy.pad(c, [(0, t - s) for t, s in zip(target, c.shape)])
+                shards.append(jax.device_put(c.reshape((1,) + target), d))
+        stacked = jax.make_array_from_single_device_arrays((n,) + target, placement.split, shards)
+        return type(leaf).from_stacked(stacked, shapes if len(set(shapes)) > 1 else None)
+
+    return jax.tree_util.tree_map(place, tree, is_leaf=lambda x: isinstance(x, DistributedValues))

@@ -1,0 +1,147 @@
+"""A compiled program and its call: split the state out, dispatch, merge the updates back.
+
+Both ``strategy.run`` and ``tps.function`` end here. A call places the
+dynamic inputs where the program expects them, appends the variables' current
+values (and, for ``tps.function``, the batches pulled for this call), runs
+the jitted program once, bounds the number of programs in flight, writes the
+new values of the variables it wrote back, and rebuilds the outputs:
+``PerReplica`` for stacked per-replica results (ragged ones keep each
+replica's true shape), ``Mirrored`` for replicated ones, plain arrays
+otherwise. Every result lives on the strategy's mesh, so results of any two
+programs (and of the eager path) combine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution.signature import PER_REPLICA
+from tpustrategy._src.values.distributed import Mirrored, PerReplica
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import frames
+
+
+def _is_tracer(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+@dataclass
+class Placement:
+    """Where a strategy's programs take their inputs."""
+
+    replicated: Any
+    split: Any
+
+    @classmethod
+    def of(cls, strategy: Any) -> Placement | None:
+        if strategy is None:
+            return None
+        cached = getattr(strategy, "_placement", None)
+        if cached is None:
+            mesh = strategy.mesh
+            cached = cls(NamedSharding(mesh, P()), NamedSharding(mesh, P(REPLICA_AXIS)))
+            strategy._placement = cached
+        return cached
+
+    def put(self, x: Any, split: bool) -> Any:
+        if _is_tracer(x):
+            return x
+        target = self.split if split else self.replicated
+        if isinstance(x, jax.Array):
+            if x.sharding == target:
+                return x
+            if not split and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated and \
+                    x.sharding.device_set == target.device_set:
+                return x
+        return jax.device_put(x, target)
+
+    def put_variable(self, var: Any) -> Any:
+        value = frames.global_value(var)
+        if _is_tracer(value):
+            return value
+        return self.put(value, var._kind == "sync_on_read")
+
+
+@dataclass
+class Program:
+    """A jitted program with the bookkeeping to call it like the traced function."""
+
+    jitted: Any
+    placement: Placement | None
+    in_split: list[bool]  # per dynamic argument: enters split over the replica axis
+    variables: list[Any]
+    written: list[Any]
+    out_treedef: Any
+    out_kinds: list[Any]
+    num_replicas: int
+    name: str = "function"
+    extra_split: list[bool] | None = None  # per input after the variables (pulled batches)
+    one_shot: bool = False  # initialises variables created while tracing: never reused
+
+    def __call__(self, arrays: list[Any], extra: list[Any] = ()) -> Any:
+        placement = self.placement
+        if placement is not None:
+            arrays = [placement.put(x, s) for x, s in zip(arrays, self.in_split)]
+            var_inputs = [placement.put_variable(v) for v in self.variables]
+            if extra:
+                extra = [placement.put(x, s) for x, s in zip(extra, self.extra_split)]
+        else:
+            var_inputs = [frames.global_value(v) for v in self.variables]
+        outs = self.jitted(*arrays, *var_inputs, *extra)
+        if outs and _is_tracer(outs[0]) and frames.outermost() is None and self.written:
+            raise TypeError(
+                f"{self.name}: called inside a JAX transformation (jax.jit, jax.grad, ...) that is not "
+                f"tps.function, and it writes variables ({', '.join(v.name for v in self.written)}); their "
+                "new values would be tracers that escape the transformation.\nFix: use @tps.function instead "
+                "of @jax.jit around strategy.run, or pass the state as arguments and return it."
+            )
+        dispatch.track(outs)
+        n_written = len(self.written)
+        if n_written:
+            for var, new in zip(self.written, outs[len(outs) - n_written:]):
+                frames.set_global_value(var, new)
+                var._pending_init = False
+            outs = outs[: len(outs) - n_written]
+        return self.rebuild(outs)
+
+    def rebuild(self, outs: Any) -> Any:
+        it = iter(outs)
+        leaves = []
+        n = self.num_replicas
+        for kind in self.out_kinds:
+            tag = kind[0]
+            if tag == "static":
+                leaves.append(kind[1])
+            elif tag == "static_per_replica":
+                leaves.append(PerReplica(list(kind[1])))
+            elif tag == "per_replica":
+                leaves.append(kind[1].from_stacked(next(it), kind[2]))
+            elif tag == "mirrored":
+                leaves.append(Mirrored.from_replicated(next(it), kind[1]))
+            elif tag == "varying":
+                x = next(it)
+                leaves.append(x if n == 1 else PerReplica.from_stacked(x, kind[1] if len(kind) > 1 else None))
+            elif tag == "invariant":
+                x = next(it)
+                leaves.append(x if n == 1 else Mirrored.from_replicated(x, n))
+            else:
+                leaves.append(next(it))
+        return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
+
+
+def split_flags(specs: list[Any]) -> list[bool]:
+    return [s.kind == PER_REPLICA for s in specs]
+
+
+def host_value(x: Any) -> Any:
+    """A leaf for a program input: NumPy for Python numbers, arrays unchanged."""
+    if isinstance(x, (jax.Array, np.ndarray, np.generic)) or _is_tracer(x):
+        return x
+    return np.asarray(x)

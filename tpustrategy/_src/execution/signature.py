@@ -1,0 +1,133 @@
+"""Classifying the inputs of a compiled computation, and its cache key.
+
+Every leaf of the arguments (distributed values and variables are leaves) is
+one of four kinds:
+
+- ``STATIC``: a Python value baked into the program (retraced when it changes,
+  like ``tf.function``); variables and other objects pass through as is;
+- ``ARRAY``: an array (or tracer) broadcast to every replica;
+- ``PER_REPLICA``: a ``PerReplica``, entering as its ``[R, ...]`` stacked array
+  (zero-padded, with each replica's true shape, when ragged);
+- ``MIRRORED``: a ``Mirrored``, entering as its one replicated array.
+
+The key of a call is the tree structure, each dynamic leaf's kind, shape,
+dtype and (ragged) per-replica shapes, and the static values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src.values import regroup
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+
+STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirrored"
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    """What a program knows about one dynamic input."""
+
+    kind: str
+    shape: Shape  # of the array that enters the program (stacked: [R, ...])
+    dtype: Any
+    weak_type: bool = False
+    shapes: tuple[Shape, ...] | None = None  # ragged PER_REPLICA: each replica's true shape
+
+    @property
+    def aval(self) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
+
+    @property
+    def local_shape(self) -> Shape:
+        """One replica's view: the component shape (stacked inputs) or the whole shape."""
+        return self.shape[1:] if self.kind == PER_REPLICA else self.shape
+
+    @property
+    def is_ragged(self) -> bool:
+        return self.shapes is not None
+
+
+@dataclass
+class Inputs:
+    """The classified leaves of one call."""
+
+    leaves: list[Any]  # the original leaves (statics are used as they are)
+    kinds: list[str]  # per leaf
+    treedef: Any
+    specs: list[LeafSpec]  # per dynamic leaf
+    arrays: list[Any]  # per dynamic leaf: the value that enters the program
+    key: tuple[Any, ...]
+
+    @property
+    def is_ragged(self) -> bool:
+        return any(s.is_ragged for s in self.specs)
+
+    def rebuild(self, dynamic: list[Any], make: Any) -> Any:
+        """The argument structure with dynamic leaf i replaced by ``make(spec_i, leaf_i, dynamic_i)``."""
+        it = iter(zip(self.specs, dynamic))
+        out = []
+        for leaf, kind in zip(self.leaves, self.kinds):
+            if kind == STATIC:
+                out.append(leaf)
+            else:
+                spec, value = next(it)
+                out.append(make(spec, leaf, value))
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.core.Tracer))
+
+
+def _static_key(leaf: Any) -> tuple[Any, ...]:
+    if hasattr(leaf, "_tps_pull"):  # an iterator: batches are pulled from whichever one is passed
+        return (type(leaf), "iterator")
+    try:
+        hash(leaf)
+        return (type(leaf), leaf)
+    except TypeError:
+        return (type(leaf), id(leaf))
+
+
+def _dtype(x: Any) -> Any:
+    return jax.dtypes.canonicalize_dtype(np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype)
+
+
+def classify(tree: Any, split_sharding: Any = None) -> Inputs:
+    """Classifies the leaves of ``tree``.
+
+    Args:
+      tree: the arguments, e.g. ``(args, kwargs)``.
+      split_sharding: the replica-axis sharding used to stack host-built
+        ``PerReplica`` values (None: stacked on the host, placed later).
+    """
+    leaves, treedef = regroup.flatten(tree)
+    kinds, specs, arrays, key = [], [], [], [treedef]
+    for leaf in leaves:
+        if isinstance(leaf, Mirrored):
+            x = leaf.replicated_array
+            if not _is_array(x):
+                x = np.asarray(x)
+            spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
+        elif isinstance(leaf, DistributedValues):
+            x = leaf.stacked_array(split_sharding)
+            shapes = leaf.shapes if leaf.is_ragged else None
+            spec = LeafSpec(PER_REPLICA, tuple(np.shape(x)), _dtype(x), False, shapes)
+        elif _is_array(leaf):
+            x = leaf
+            spec = LeafSpec(ARRAY, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
+        else:
+            kinds.append(STATIC)
+            key.append(_static_key(leaf))
+            continue
+        kinds.append(spec.kind)
+        specs.append(spec)
+        arrays.append(x)
+        key.append(spec)
+    return Inputs(leaves, kinds, treedef, specs, arrays, tuple(key))

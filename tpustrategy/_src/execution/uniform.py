@@ -1,0 +1,68 @@
+"""The uniform back end: one replica trace evaluated in ``jit(shard_map)`` over the mesh.
+
+The replica function was traced once (``trace.ReplicaView``); here its jaxpr
+is evaluated inside ``jax.shard_map`` over the strategy's replica axis. The
+jaxpr is known before ``shard_map`` is built, so outputs that are provably
+equal on every replica (``invariance``) leave the program replicated
+(``Mirrored``, ``out_specs=P()``) and the rest stacked along the replica axis
+(``PerReplica``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.execution import invariance
+from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.signature import Inputs
+from tpustrategy._src.execution.trace import Traced
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import updates
+
+
+def is_split_variable(var: Any) -> bool:
+    return var._kind == "sync_on_read"
+
+
+def check_written(traced: Traced, written_varying: list[bool], num_replicas: int) -> None:
+    """A mirrored variable written with a value that differs per replica would diverge."""
+    for var, varying in zip(traced.written, written_varying):
+        if not is_split_variable(var) and varying and num_replicas > 1:
+            raise updates.none_aggregation_error(var)
+
+
+def output_kinds(traced: Traced, varying: list[bool]) -> list[Any]:
+    flags = iter(varying)
+    return [k if k[0] == "static" else (("varying",) if next(flags) else ("invariant",))
+            for k in traced.out_kinds]
+
+
+def build(traced: Traced, inputs: Inputs, strategy: Any, name: str) -> Program:
+    """The program of a settled replica trace."""
+    n = strategy.num_replicas_in_sync
+    closed = traced.closed
+    dyn_split = split_flags(inputs.specs)
+    in_split = dyn_split + [is_split_variable(v) for v in traced.variables]
+    out_varying = invariance.varying_outputs(closed.jaxpr, in_split)
+    n_out = traced.num_dynamic_outputs
+    check_written(traced, out_varying[n_out:], n)
+    results_varying = out_varying[:n_out] if n > 1 else [False] * n_out
+    out_split = results_varying + [is_split_variable(v) for v in traced.written]
+
+    def program(*flat_global: Any) -> tuple[Any, ...]:
+        local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *local)
+        return tuple(o[None] if split else o for o, split in zip(outs, out_split))
+
+    mapped = jax.shard_map(
+        program, mesh=strategy.mesh,
+        in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
+        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
+        check_vma=False,
+    )
+    return Program(jax.jit(mapped), Placement.of(strategy), dyn_split, traced.variables, traced.written,
+                   traced.out_treedef, output_kinds(traced, results_varying), n, name,
+                   one_shot=traced.one_shot)

@@ -1,0 +1,61 @@
+"""``strategy.gather``: every replica's component, concatenated along an axis.
+
+Per-replica values are gathered from their stacked ``[R, ...]`` array, which
+spans every process of a multi-host job, so every worker gets all replicas'
+components (TensorFlow's rule). Ragged components are concatenated at their
+true sizes; a value equal on every replica counts once per replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+
+
+def _axis(axis: Any, rank: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"strategy.gather: `axis` must be an int. Received: axis={axis!r}.")
+    if rank == 0:
+        raise ValueError(
+            "strategy.gather: per-replica values must have rank >= 1 to be concatenated "
+            f"along axis {axis}; received scalars.\nFix: reshape them to [1] first (e.g. x[None])."
+        )
+    if not -rank <= axis < rank:
+        raise ValueError(
+            f"strategy.gather: `axis`={axis} is out of range for per-replica values of rank {rank}; "
+            f"it must be in [{-rank}, {rank}).\nFix: pass an axis of the per-replica value, e.g. axis=0 "
+            "(the batch axis)."
+        )
+    return int(axis) % rank
+
+
+def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) -> Any:
+    """Gathers one leaf (a distributed value, a variable, or a plain value)."""
+    if getattr(value, "_tps_distributed_variable", False):
+        value = value.read_value()
+    if isinstance(value, Mirrored) or not isinstance(value, DistributedValues):
+        x = jnp.asarray(value.replicated_array if isinstance(value, Mirrored) else value)
+        a = _axis(axis, x.ndim)
+        return jnp.concatenate([x] * num_replicas, axis=a)
+    shapes = value.shapes
+    a = _axis(axis, len(shapes[0]))
+    stacked = value.stacked_array(split_sharding)
+    if not value.is_ragged:
+        moved = jnp.moveaxis(stacked, 0, a)
+        shape = list(moved.shape)
+        merged = shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2:]
+        return moved.reshape(merged)
+    for s in shapes:
+        if s[:a] + s[a + 1:] != shapes[0][:a] + shapes[0][a + 1:]:
+            raise ValueError(
+                f"strategy.gather: per-replica values must have equal shapes except along axis {a}; "
+                f"received shapes {[list(x) for x in shapes]}."
+            )
+    parts = []
+    for r, s in enumerate(shapes):
+        parts.append(stacked[r][tuple(slice(0, d) for d in s)])
+    return jnp.concatenate(parts, axis=a)
