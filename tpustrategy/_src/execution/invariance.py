@@ -50,9 +50,26 @@ def pure_primitives() -> frozenset[str]:
     return frozenset(names - _NOT_PURE)
 
 
+@functools.cache
+def varying_sources() -> frozenset[str]:
+    """Primitives known to make values that differ per replica: the other collectives,
+    ``axis_index``, callbacks."""
+    names = set(_NOT_PURE)
+    try:
+        module = importlib.import_module("jax._src.lax.parallel")
+        names.update(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
+    except ImportError:
+        pass
+    return frozenset(names - INVARIANT_RESULT)
+
+
 def is_known(name: str) -> bool:
-    """Whether the analysis has a rule for primitive ``name`` (else it is treated as varying)."""
-    return name in INVARIANT_RESULT or name in pure_primitives()
+    """Whether the analysis has a deliberate rule for primitive ``name``.
+
+    Unknown primitives are treated as varying too; this tells a deliberate
+    rule from that fallback (the examples' and demo's primitives are all known).
+    """
+    return name in INVARIANT_RESULT or name in pure_primitives() or name in varying_sources()
 
 
 def subjaxprs(params: dict[str, Any]) -> list[Any]:
