@@ -219,18 +219,21 @@ def _is_atom(x: Any) -> bool:
     return adapter.is_variable(x) or adapter.is_iterator(x) or isinstance(x, Checkpoint)
 
 
-def _holds_state(x: Any) -> bool:
+def _holds_state(x: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether ``x`` holds a variable, iterator, array or trackable object holding one."""
     if _is_atom(x) or _is_array(x):
         return True
-    if isinstance(x, VALUE_TYPES) or x is None:
+    if isinstance(x, VALUE_TYPES) or x is None or depth > _MAX_DEPTH or id(x) in seen:
         return False
     try:
         leaves = jax.tree_util.tree_leaves(x, is_leaf=_is_atom)
     except (TypeError, ValueError):
         return False
+    seen = seen | {id(x)}
     if len(leaves) == 1 and leaves[0] is x:
-        return False
-    return any(_holds_state(leaf) for leaf in leaves)
+        return _trackable(x) and any(
+            _holds_state(v, depth + 1, seen) for k, v in vars(x).items() if not k.startswith("__"))
+    return any(_holds_state(leaf, depth + 1, seen) for leaf in leaves)
 
 
 def _trackable(x: Any) -> bool:

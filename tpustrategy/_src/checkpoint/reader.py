@@ -194,6 +194,8 @@ def restore(graph: Graph, path: str, api: str, *, require_all: bool = False
     for entry, value in results:
         if entry.kind == "variable":
             adapter.set_variable(entry.obj, value)
+        elif isinstance(entry.obj, np.ndarray) and entry.obj.flags.writeable:
+            np.copyto(entry.obj, value)  # NumPy arrays are mutable: callers may hold them
         else:
             entry.put(value)
     for entry, value in values:
