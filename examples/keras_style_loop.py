@@ -86,7 +86,7 @@ def main(epochs: int = 10, batch_size_per_replica: int = 8, num_examples: int = 
          verbose: bool = True) -> dict:
     strategy = tps.MirroredStrategy()
     if verbose:
-        print("Number of devices: {}".format(strategy.num_replicas_in_sync))
+        print(f"Number of devices: {strategy.num_replicas_in_sync}")
 
     (train_images, train_labels), (test_images, test_labels) = load_digits(num_examples)
     BUFFER_SIZE = len(train_images)
@@ -190,8 +190,7 @@ def main(epochs: int = 10, batch_size_per_replica: int = 8, num_examples: int = 
     for images, labels in test_dataset:
         eval_step(images, labels)
     if verbose:
-        print("Accuracy after restoring the saved model without strategy: {}".format(
-            eval_accuracy.result() * 100))
+        print(f"Accuracy after restoring the saved model without strategy: {eval_accuracy.result() * 100}")
 
     return {"first_loss": history[0]["train_loss"], "final_loss": history[-1]["train_loss"],
             "accuracy": history[-1]["test_accuracy"], "train_accuracy": history[-1]["train_accuracy"],
