@@ -17,7 +17,7 @@ dtype and (ragged) per-replica shapes, and the static values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -29,9 +29,8 @@ STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirror
 Shape = tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class LeafSpec:
-    """What a program knows about one dynamic input."""
+class LeafSpec(NamedTuple):
+    """What a program knows about one dynamic input (a tuple: cheap to build and hash per call)."""
 
     kind: str
     shape: Shape  # of the array that enters the program (stacked: [R, ...])
@@ -95,8 +94,15 @@ def _static_key(leaf: Any) -> tuple[Any, ...]:
         return (type(leaf), id(leaf))
 
 
+_canonical: dict[Any, Any] = {}
+
+
 def _dtype(x: Any) -> Any:
-    return jax.dtypes.canonicalize_dtype(np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype)
+    raw = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    found = _canonical.get(raw)
+    if found is None:
+        found = _canonical[raw] = jax.dtypes.canonicalize_dtype(raw)
+    return found
 
 
 def classify(tree: Any, split_sharding: Any = None) -> Inputs:
@@ -118,10 +124,10 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
         elif isinstance(leaf, DistributedValues):
             x = leaf.stacked_array(split_sharding)
             shapes = leaf.shapes if leaf.is_ragged else None
-            spec = LeafSpec(PER_REPLICA, tuple(np.shape(x)), _dtype(x), False, shapes)
+            spec = LeafSpec(PER_REPLICA, x.shape, _dtype(x), False, shapes)
         elif _is_array(leaf):
             x = leaf
-            spec = LeafSpec(ARRAY, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
+            spec = LeafSpec(ARRAY, tuple(x.shape), _dtype(x), bool(getattr(x, "weak_type", False)))
         else:
             kinds.append(STATIC)
             key.append(_static_key(leaf))
