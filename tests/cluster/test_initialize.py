@@ -13,14 +13,16 @@ import tpustrategy as tps
 from tpustrategy._src.cluster import initialize as init_module
 
 FLAG = "--xla_cpu_collective_timeout_seconds"
-TIMEOUTS = {"initialization_timeout": 300, "heartbeat_timeout_seconds": 100,
+# tps defaults 300 / 30 / 60 s: JAX gets a later start-up deadline and twice the heartbeat,
+# so that tpustrategy names a missing or stuck process before JAX would abort.
+TIMEOUTS = {"initialization_timeout": 360, "heartbeat_timeout_seconds": 60,
             "shutdown_timeout_seconds": 60}
 
 
-def expected(coordinator, num, pid, bind=None, **overrides):
+def expected(coordinator, num, pid, bind="coordinator", **overrides):
     call = {"coordinator_address": coordinator, "num_processes": num, "process_id": pid,
             "local_device_ids": None, "cluster_detection_method": None, **TIMEOUTS,
-            "coordinator_bind_address": bind}
+            "coordinator_bind_address": coordinator if bind == "coordinator" else bind}
     call.update(overrides)
     return call
 
@@ -51,16 +53,31 @@ def test_a_loopback_coordinator_binds_to_loopback_and_drops_proxies(jax_init, mo
     tps.initialize(coordinator_address="127.0.0.1:5555", num_processes=2, process_id=0,
                    initialization_timeout=20, heartbeat_timeout=10, shutdown_timeout=5)
     jax_init.assert_called_once_with(**expected(
-        "127.0.0.1:5555", 2, 0, bind="127.0.0.1:5555", initialization_timeout=20,
-        heartbeat_timeout_seconds=10, shutdown_timeout_seconds=5))
+        "127.0.0.1:5555", 2, 0, bind="127.0.0.1:5555", initialization_timeout=30,
+        heartbeat_timeout_seconds=20, shutdown_timeout_seconds=5))
     assert "https_proxy" not in os.environ and "HTTP_PROXY" not in os.environ
 
 
-def test_a_remote_coordinator_keeps_proxies_and_jax_default_bind(jax_init, monkeypatch):
+def test_a_remote_coordinator_keeps_proxies_and_binds_only_its_own_address(jax_init,
+                                                                            monkeypatch):
     monkeypatch.setenv("https_proxy", "http://proxy:3128")
     tps.initialize(coordinator_address="10.0.0.1:1234", num_processes=2, process_id=0)
-    assert jax_init.call_args.kwargs["coordinator_bind_address"] is None
+    assert jax_init.call_args.kwargs["coordinator_bind_address"] == "10.0.0.1:1234"
     assert os.environ["https_proxy"] == "http://proxy:3128"
+
+
+def test_the_tf_config_address_is_what_the_coordinator_binds(jax_init, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"worker": ["10.1.2.3:2222", "10.1.2.4:2222"]},
+        "task": {"type": "worker", "index": 0}}))
+    tps.initialize()
+    assert jax_init.call_args.kwargs["coordinator_bind_address"] == "10.1.2.3:2222"
+
+
+def test_every_interface_only_when_asked_for(jax_init):
+    tps.initialize(coordinator_address="10.0.0.1:1234", num_processes=2, process_id=0,
+                   coordinator_bind_address="0.0.0.0:1234")
+    assert jax_init.call_args.kwargs["coordinator_bind_address"] == "0.0.0.0:1234"
 
 
 def test_the_cpu_collective_timeout_is_set_unless_xla_flags_has_one(jax_init, monkeypatch):
@@ -119,8 +136,8 @@ def test_tf_config_is_used_and_tps_variables_beat_it(jax_init, monkeypatch):
 
 
 def test_nothing_configured_leaves_everything_to_jax_detection(jax_init):
-    config = tps.initialize(heartbeat_timeout=30)
-    jax_init.assert_called_once_with(**expected(None, None, None, heartbeat_timeout_seconds=30))
+    config = tps.initialize(heartbeat_timeout=5)
+    jax_init.assert_called_once_with(**expected(None, None, None, heartbeat_timeout_seconds=10))
     assert config.sources == {}
 
 
@@ -242,11 +259,28 @@ def test_local_device_ids_and_detection_method_pass_through(jax_init):
         "10.0.0.1:1", 2, 0, local_device_ids=[3], cluster_detection_method="deactivate"))
 
 
-def test_the_start_up_watchdog_explains_a_missing_peer(capsys):
-    values = {"coordinator_address": "127.0.0.1:9", "num_processes": 2, "process_id": 0}
-    with mock.patch.object(init_module.logger, "hasHandlers", return_value=False):
-        timer = init_module._watchdog(values, 0.01)
-        timer.start()
-        timer.join(5)
-    err = capsys.readouterr().err
-    assert "process 0 of 2 has waited" in err and "127.0.0.1:9" in err and "Fix:" in err
+def test_jax_waits_longer_than_tpustrategy_at_start_up_and_for_heartbeats():
+    from tpustrategy._src.cluster import joining
+
+    assert joining.jax_initialization_timeout(10) == 20
+    assert joining.jax_initialization_timeout(300) == 360
+    assert joining.jax_heartbeat_timeout(30) == 60
+
+
+def test_the_launcher_addresses_name_every_process(monkeypatch):
+    monkeypatch.setenv("TPS_PROCESS_ADDRESSES", "127.0.0.1:1,127.0.0.1:2")
+    values = {"coordinator_address": "127.0.0.1:1", "num_processes": 2, "process_id": 1}
+    peers = init_module.peers_of(values, {"process_id": "TPS_PROCESS_ID"})
+    assert [peers[i].describe() for i in (0, 1)] == ["process 0 of 2 (127.0.0.1:1)",
+                                                     "process 1 of 2 (127.0.0.1:2)"]
+
+
+def test_tf_config_task_names_and_addresses_name_every_process(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"]},
+        "task": {"type": "worker", "index": 1}}))
+    values = {"coordinator_address": "c:1", "num_processes": 3, "process_id": 2}
+    peers = init_module.peers_of(values, {"process_id": "TF_CONFIG"})
+    assert peers[0].describe() == "process 0 of 3 (chief:0, c:1)"
+    assert peers[2].describe() == "process 2 of 3 (worker:1, w1:3)"
+    assert init_module.peers_of({**values, "num_processes": 5}, {}) == {}

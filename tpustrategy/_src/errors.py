@@ -28,11 +28,14 @@ class DeadlineExceededError(RuntimeError):
 
     Attributes:
       missing: the process ids that did not answer.
+      addresses: their addresses, in the same order, where known (else ``None``).
     """
 
-    def __init__(self, message: str, *, missing: tuple[int, ...] = ()):
+    def __init__(self, message: str, *, missing: tuple[int, ...] = (),
+                 addresses: tuple[str | None, ...] = ()):
         super().__init__(message)
         self.missing = tuple(missing)
+        self.addresses = tuple(addresses) or (None,) * len(self.missing)
 
 
 class UnavailableError(RuntimeError):
@@ -41,12 +44,16 @@ class UnavailableError(RuntimeError):
     Attributes:
       task: the index of the lost process (or None when unknown).
       address: its address, when known.
+      peer_error: ``"ValueError: ..."`` when the lost process ended because its
+        own code raised that exception (else None).
     """
 
-    def __init__(self, message: str, *, task: int | None = None, address: str | None = None):
+    def __init__(self, message: str, *, task: int | None = None, address: str | None = None,
+                 peer_error: str | None = None):
         super().__init__(message)
         self.task = task
         self.address = address
+        self.peer_error = peer_error
 
 
 class OutOfRangeError(StopIteration):

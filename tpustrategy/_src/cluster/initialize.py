@@ -12,9 +12,14 @@ from the first source that knows it:
 
 A job of one process with no coordinator needs no distributed runtime, and the
 call is skipped. For a loopback coordinator the ``*_proxy`` variables are
-removed (gRPC may route loopback traffic through them) and the coordinator
-binds only to the loopback address. The CPU collective timeout is set so a stuck
-peer turns into an error instead of a hang.
+removed (gRPC may route loopback traffic through them). The coordinator binds
+only the address it was given (``coordinator_bind_address`` overrides; the
+service has no authentication: keep it on a private network). The CPU
+collective timeout is set so a stuck peer turns into an error instead of a hang.
+
+Faults end every process with a named ``tps.errors`` exception and a
+documented exit code instead of JAX's abort; see ``joining`` (start-up) and
+``health`` (afterwards).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tpustrategy._src.cluster import validate
+from tpustrategy._src.cluster import joining, validate
+from tpustrategy._src.cluster.base import jax_tasks
+from tpustrategy._src.cluster.faults import Peer
 from tpustrategy._src.cluster.tf_config import TFConfigClusterResolver, load_tf_config
 
 logger = logging.getLogger("tpustrategy")
@@ -35,6 +42,8 @@ logger = logging.getLogger("tpustrategy")
 ENV_COORDINATOR = "TPS_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "TPS_NUM_PROCESSES"
 ENV_PROCESS_ID = "TPS_PROCESS_ID"
+# Set by the launcher: every process's address (process 0's is the coordinator's).
+ENV_PROCESS_ADDRESSES = "TPS_PROCESS_ADDRESSES"
 _COLLECTIVE_FLAG = "--xla_cpu_collective_timeout_seconds"
 # Versions of jaxlib on which the flag above was checked to exist (an unknown
 # XLA flag aborts the process, so it is never set blindly).
@@ -156,36 +165,10 @@ def _set_collective_timeout(seconds: int | None) -> None:
     os.environ["XLA_FLAGS"] = f"{flags} {_COLLECTIVE_FLAG}={seconds}".strip()
 
 
-def _watchdog(values: dict[str, Any], timeout: int) -> threading.Timer:
-    """Says, before JAX aborts the process, why start-up is taking this long."""
-
-    def warn() -> None:
-        pid, n = values["process_id"], values["num_processes"]
-        who = f"process {pid} of {n}" if pid is not None else "this process"
-        message = (
-            f"tps.initialize: {who} has waited {timeout} s for the job to assemble at "
-            f"coordinator {values['coordinator_address']} (initialization_timeout={timeout}).\n"
-            "A peer did not start, died before calling tps.initialize, or was given another "
-            "coordinator_address / num_processes. JAX will end this process when its own "
-            "deadline passes.\nFix: check that every process runs with the same "
-            "coordinator_address and num_processes and a distinct process_id; raise "
-            "initialization_timeout if peers start slowly."
-        )
-        if logger.hasHandlers():
-            logger.error(message)
-        else:  # the process may be about to abort: make sure the reason is visible
-            sys.stderr.write(message + "\n")
-            sys.stderr.flush()
-
-    timer = threading.Timer(timeout, warn)
-    timer.daemon = True
-    return timer
-
-
 def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None = None,
                num_processes: int | None = None, process_id: int | None = None,
                local_device_ids: int | Sequence[int] | None = None,
-               initialization_timeout: int = 300, heartbeat_timeout: int = 100,
+               initialization_timeout: int = 300, heartbeat_timeout: int = 30,
                shutdown_timeout: int = 60, collective_timeout: int | None = 300,
                coordinator_bind_address: str | None = None,
                cluster_detection_method: str | None = None) -> ClusterConfig:
@@ -202,16 +185,19 @@ def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None 
       num_processes: number of processes of the job.
       process_id: this process's id, in ``0 .. num_processes - 1``.
       local_device_ids: restricts this process to these local devices.
-      initialization_timeout: seconds to wait for every process to join.
-      heartbeat_timeout: seconds without heartbeats after which a process is dead
-        (JAX then ends the job).
-      shutdown_timeout: seconds a finishing process waits for the others.
+      initialization_timeout: seconds to wait for every process to join; then
+        ``DeadlineExceededError`` names the processes that did not.
+      heartbeat_timeout: seconds a peer may stay silent before it counts as
+        stuck (``DeadlineExceededError``). A killed peer is noticed at once
+        (``UnavailableError``). JAX's own heartbeat is set to twice this.
+      shutdown_timeout: seconds a finished process waits at the end for the others.
       collective_timeout: seconds a CPU collective waits for a peer before
         failing (``None``: XLA's default). Not applied if ``XLA_FLAGS`` already
         sets it.
       coordinator_bind_address: where process 0's coordinator listens; default
-        the coordinator address itself when it is a loopback address, else every
-        interface (JAX's default).
+        the coordinator address itself (never every interface unless you pass
+        e.g. ``"0.0.0.0:1234"``). The service is unauthenticated: keep it on a
+        private network.
       cluster_detection_method: passed to JAX (e.g. ``"mpi4py"``, ``"deactivate"``).
 
     Returns:
@@ -222,6 +208,16 @@ def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None 
         variable is invalid, or JAX could not detect the values still missing.
       RuntimeError: called again with different arguments, or after JAX
         started its backend.
+      tps.errors.DeadlineExceededError: the job did not assemble within
+        ``initialization_timeout`` (the process then ends with exit code 76).
+      tps.errors.UnavailableError: a peer ended while the job assembled.
+
+    After it returns, a fault of any process ends every process with a
+    ``tps.errors`` exception naming the process at fault and an exit code:
+    75 when a peer was lost (killed, crashed, or its own code raised) and 76
+    when a peer is stuck for ``heartbeat_timeout`` seconds or the others do
+    not reach the end within ``shutdown_timeout``. A process whose own code
+    raises exits with code 1 after telling the others.
 
     Example:
       >>> tps.initialize(coordinator_address="10.0.0.1:1234", num_processes=2,
@@ -245,14 +241,18 @@ def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None 
     if coordinator_bind_address is not None:
         coordinator_bind_address = validate.check_address(
             coordinator_bind_address, name="coordinator_bind_address")
-    elif address is not None and validate.is_loopback(address):
+    elif address is not None:
         coordinator_bind_address = address
     single = values["num_processes"] == 1 and address is None
     kwargs: dict[str, Any] = {} if single else {
         **values,
         "local_device_ids": device_ids,
         "cluster_detection_method": cluster_detection_method,
-        **timeouts,
+        "initialization_timeout": joining.jax_initialization_timeout(
+            timeouts["initialization_timeout"]),
+        "heartbeat_timeout_seconds": joining.jax_heartbeat_timeout(
+            timeouts["heartbeat_timeout_seconds"]),
+        "shutdown_timeout_seconds": timeouts["shutdown_timeout_seconds"],
         "coordinator_bind_address": coordinator_bind_address,
     }
     config = ClusterConfig(**values, sources=sources, jax_kwargs=kwargs)
@@ -274,7 +274,7 @@ def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None 
         if address is not None and validate.is_loopback(address):
             _unset_proxies()
         _set_collective_timeout(collective_timeout)
-        _call_jax(kwargs, values, sources, timeouts["initialization_timeout"])
+        _call_jax(kwargs, values, sources, cluster_resolver, timeouts)
         _done = config
         return config
 
@@ -299,15 +299,18 @@ def _check_not_started_elsewhere(values: dict[str, Any]) -> None:
 
 
 def _call_jax(kwargs: dict[str, Any], values: dict[str, Any], sources: dict[str, str],
-              init_timeout: int) -> None:
+              cluster_resolver: Any, timeouts: dict[str, int]) -> None:
     import jax
 
     if jax.distributed.is_initialized():
         return
-    timer = _watchdog(values, init_timeout)
-    timer.start()
+    init_timeout = timeouts["initialization_timeout"]
+    monitor = joining.start_monitor(
+        values, peers_of(values, sources, cluster_resolver),
+        heartbeat_timeout=timeouts["heartbeat_timeout_seconds"],
+        shutdown_timeout=timeouts["shutdown_timeout_seconds"])
     try:
-        jax.distributed.initialize(**kwargs)
+        joining.join(kwargs, values, monitor, init_timeout)
     except ValueError as err:
         missing = [f for f in _FIELDS if values[f] is None]
         if not missing:
@@ -331,8 +334,40 @@ def _call_jax(kwargs: dict[str, Any], values: dict[str, Any], sources: dict[str,
             "Fix: call tps.initialize() first thing in the program, before creating a "
             "strategy or any array."
         ) from err
-    finally:
-        timer.cancel()
+    joining.connect_peers(monitor, values,
+                          heartbeat_timeout=timeouts["heartbeat_timeout_seconds"],
+                          shutdown_timeout=timeouts["shutdown_timeout_seconds"],
+                          timeout=init_timeout)
+
+
+def peers_of(values: dict[str, Any], sources: dict[str, str],
+             cluster_resolver: Any = None) -> dict[int, Peer]:
+    """What the configuration says about every process: address and TensorFlow task name.
+
+    The launcher's ``TPS_PROCESS_ADDRESSES`` is used when the ``TPS_*`` variables
+    gave the process id; a cluster spec (the resolver's, else ``TF_CONFIG``'s) when
+    it has one task per process.
+    """
+    num = values["num_processes"]
+    if num is None:
+        return {}
+    if sources.get("process_id") == ENV_PROCESS_ID:
+        listed = [a.strip() for a in os.environ.get(ENV_PROCESS_ADDRESSES, "").split(",")]
+        if len(listed) == num and all(listed):
+            return {i: Peer(task=i, num_processes=num, address=a) for i, a in enumerate(listed)}
+    spec = None
+    for source in (cluster_resolver, TFConfigClusterResolver()):
+        try:
+            spec = source.cluster_spec() if source is not None else None
+        except Exception:  # noqa: BLE001 - only for names in messages
+            spec = None
+        if spec is not None and len(jax_tasks(spec)) == num:
+            break
+        spec = None
+    if spec is None:
+        return {}
+    return {i: Peer(task=i, num_processes=num, address=address, name=f"{job}:{index}")
+            for i, (job, index, address) in enumerate(jax_tasks(spec))}
 
 
 def _describe(config: ClusterConfig) -> str:

@@ -1,0 +1,184 @@
+"""The coordination service in its own small process, so process 0's death is a named error.
+
+``jax.distributed.initialize`` runs the coordination service inside process 0.
+When process 0 is killed, every other process's JAX client notices the service
+is gone within milliseconds and aborts (SIGABRT) before anything else can act.
+``tps.initialize`` therefore starts the service in a helper process (this file,
+run by path: it imports only the standard library and ``jaxlib``) and hands JAX
+a stand-in whose ``shutdown()`` tells the helper to stop. When process 0 dies,
+the helper keeps serving while the other processes still hold connections (at
+most ``linger`` seconds), so their health monitors, which see process 0's link
+close at once, end them with ``UnavailableError`` naming process 0.
+
+The helper ignores SIGINT (a Ctrl-C reaches the processes themselves), exits
+when the launcher that started the job is gone, and binds exactly the address
+it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+LINGER_S = 10.0
+_READY = "ready"
+
+
+class HostedService:
+    """JAX's ``DistributedRuntimeService`` stand-in: ``shutdown()`` stops the helper."""
+
+    def __init__(self, proc: subprocess.Popen[str]):
+        self.proc = proc
+
+    def shutdown(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("done\n")
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+
+
+def start(bind_address: str, num_processes: int, *, heartbeat_timeout: int | None,
+          shutdown_timeout: int | None, linger: float = LINGER_S) -> HostedService:
+    """Starts the helper and waits until its service listens on ``bind_address``.
+
+    Raises:
+      RuntimeError: the service could not listen there (port in use, or an
+        address of another machine).
+    """
+    command = [sys.executable, "-u", os.path.abspath(__file__), bind_address,
+               str(num_processes), str(heartbeat_timeout or 0), str(shutdown_timeout or 0),
+               str(linger), os.environ.get("TPS_LAUNCHER_PID", "0")]
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env, close_fds=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if line != _READY:
+        proc.wait()
+        reason = line.partition(" ")[2] or f"the helper exited with code {proc.returncode}"
+        raise RuntimeError(
+            f"tps.initialize: the coordination service could not listen on {bind_address} "
+            f"({reason}).\nAnother program may use that port, or the host is not an address of "
+            "this machine (for example a NAT or Kubernetes Service address).\nFix: choose a "
+            "free port; or pass coordinator_bind_address='0.0.0.0:PORT' to listen on every "
+            "interface (only on a private network: the service has no authentication)."
+        )
+    proc.stdout.close()
+    return HostedService(proc)
+
+
+@contextlib.contextmanager
+def hosted(enabled: bool, *, linger: float = LINGER_S) -> Iterator[None]:
+    """While active, JAX's process 0 starts its coordination service through ``start``."""
+    if not enabled:
+        yield
+        return
+    from jaxlib import _jax
+
+    original = _jax.get_distributed_runtime_service
+    lock = threading.Lock()
+
+    def get_service(address: str, num_nodes: int, heartbeat_timeout: int | None = None,
+                    cluster_register_timeout: int | None = None,
+                    shutdown_timeout: int | None = None, recoverable: bool | None = None) -> Any:
+        with lock:
+            _jax.get_distributed_runtime_service = original
+        if recoverable or cluster_register_timeout is not None:
+            return original(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
+                            cluster_register_timeout=cluster_register_timeout,
+                            shutdown_timeout=shutdown_timeout, recoverable=recoverable)
+        return start(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
+                     shutdown_timeout=shutdown_timeout, linger=linger)
+
+    _jax.get_distributed_runtime_service = get_service
+    try:
+        yield
+    finally:
+        with lock:
+            _jax.get_distributed_runtime_service = original
+
+
+# -- the helper process --------------------------------------------------------------------
+
+
+def _connections(port: int) -> int:
+    """Established TCP connections to ``port`` on this host (-1 if unknown)."""
+    count, known = 0, False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        known = True
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                count += 1
+    return count if known else -1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _serve(argv: list[str]) -> int:
+    bind, num, heartbeat, shutdown, linger, launcher = argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    port = int(bind.rsplit(":", 1)[1])
+    try:
+        from jaxlib import _jax
+
+        kwargs = {k: int(v) for k, v in (("heartbeat_timeout", heartbeat),
+                                          ("shutdown_timeout", shutdown)) if int(v) > 0}
+        service = _jax.get_distributed_runtime_service(bind, int(num), **kwargs)
+    except Exception as err:  # noqa: BLE001 - reported to process 0, which raises
+        print(f"error {type(err).__name__}: {err}", flush=True)
+        return 1
+    print(_READY, flush=True)
+    parent = os.getppid()
+    done, eof = threading.Event(), threading.Event()
+
+    def read_parent() -> None:
+        line = sys.stdin.readline()
+        (done if line.strip() == "done" else eof).set()
+
+    threading.Thread(target=read_parent, daemon=True).start()
+    reader_gone_at: float | None = None
+    while True:
+        time.sleep(0.1)
+        if launcher != "0" and not _alive(int(launcher)):
+            break
+        parent_gone = eof.is_set() or os.getppid() != parent
+        if not (done.is_set() or parent_gone):
+            continue
+        reader_gone_at = reader_gone_at or time.monotonic()
+        waited = time.monotonic() - reader_gone_at
+        # After process 0 ends (normally or not), serve the others until they let go.
+        if _connections(port) == 0 or waited > (2.0 if done.is_set() else float(linger)):
+            break
+    if not done.is_set():
+        # Process 0 is gone: the service's complaints about it would only trail its error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    service.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve(sys.argv[1:]))
