@@ -71,15 +71,10 @@ def test_the_keras_style_loop_trains_to_the_accuracy_of_the_plain_variable_loop(
     result = example.main(epochs=6, verbose=False)
     assert result["final_loss"] < 0.5 * result["first_loss"], result
     assert result["accuracy"] > 0.85, result
-    assert result["iterations"] == 6 * 23  # 1440 examples in global batches of 64
+    assert result["iterations"] == 6 * 23  # 1437 examples in global batches of 64, the last ragged
     # Metrics agree with a direct computation: evaluating without a strategy gives the
     # same test accuracy as the distributed test loop's SparseCategoricalAccuracy.
     assert result["eval_accuracy"] == result["accuracy"]
     plain = _plain_variable_accuracy(example, epochs=6)
-    assert abs(result["accuracy"] - plain) <= 2 / 352, (result["accuracy"], plain)
+    assert abs(result["accuracy"] - plain) <= 2 / 360, (result["accuracy"], plain)
 
-
-@pytest.mark.xfail(reason="core: ragged steps inside tps.function are not supported yet", strict=True)
-def test_the_keras_style_loop_evaluates_a_ragged_last_batch():
-    result = _load("keras_style_loop").main(epochs=1, num_examples=1797, verbose=False)
-    assert result["eval_accuracy"] == pytest.approx(result["accuracy"], abs=1e-6)

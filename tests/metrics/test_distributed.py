@@ -122,7 +122,6 @@ def test_result_read_inside_tps_function_is_the_global_result():
     assert float(accuracy) == pytest.approx(expected[1], rel=1e-6)
 
 
-@pytest.mark.xfail(reason="core: ragged steps inside tps.function are not supported yet", strict=True)
 def test_a_ragged_last_batch_inside_tps_function_counts_every_example_once():
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
@@ -227,15 +226,9 @@ def test_a_metric_created_without_a_strategy_works_in_eager_code_and_tps_functio
     assert mean.variables[0].strategy is None
 
 
-_ONE_REPLICA_XFAIL = pytest.mark.xfail(
-    reason="core: sync-on-read variables break with one replica ('axis 0 is out of bounds')",
-    strict=True)
-
-
 @pytest.mark.parametrize("make", [
-    pytest.param(lambda: tps.OneDeviceStrategy("/cpu:0"), id="OneDeviceStrategy", marks=_ONE_REPLICA_XFAIL),
-    pytest.param(lambda: tps.MirroredStrategy(jax.devices()[:1]), id="Mirrored_one_device",
-                 marks=_ONE_REPLICA_XFAIL),
+    pytest.param(lambda: tps.OneDeviceStrategy("/cpu:0"), id="OneDeviceStrategy"),
+    pytest.param(lambda: tps.MirroredStrategy(jax.devices()[:1]), id="Mirrored_one_device"),
 ])
 def test_one_replica_strategies_give_the_single_device_result(make):
     strategy = make()
@@ -248,9 +241,8 @@ def test_one_replica_strategies_give_the_single_device_result(make):
 
 
 @pytest.mark.parametrize("make", [
-    pytest.param(lambda: tps.OneDeviceStrategy("/cpu:0"), id="OneDeviceStrategy", marks=_ONE_REPLICA_XFAIL),
-    pytest.param(lambda: tps.MirroredStrategy(jax.devices()[:1]), id="Mirrored_one_device",
-                 marks=_ONE_REPLICA_XFAIL),
+    pytest.param(lambda: tps.OneDeviceStrategy("/cpu:0"), id="OneDeviceStrategy"),
+    pytest.param(lambda: tps.MirroredStrategy(jax.devices()[:1]), id="Mirrored_one_device"),
 ])
 def test_one_replica_strategies_inside_tps_function_give_the_single_device_result(make):
     strategy = make()

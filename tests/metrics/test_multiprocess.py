@@ -26,10 +26,7 @@ MODES = [
     pytest.param(("uniform", "lazy"), id="uniform_state_created_in_the_step", marks=pytest.mark.xfail(
         reason="core: a variable created inside a compiled step of a multi-process job fails "
                "(device_put's cross-process check calls set_mesh inside jit)", strict=True)),
-    pytest.param(("ragged", "build"), id="ragged", marks=pytest.mark.xfail(
-        reason="core: a sync-on-read update on the eager (ragged) path across processes "
-               "device_puts the local components with the global sharding (IndivisibleError)",
-        strict=True)),
+    pytest.param(("ragged", "build"), id="ragged"),
 ]
 
 
