@@ -284,3 +284,52 @@ def test_tf_config_task_names_and_addresses_name_every_process(monkeypatch):
     assert peers[0].describe() == "process 0 of 3 (chief:0, c:1)"
     assert peers[2].describe() == "process 2 of 3 (worker:1, w1:3)"
     assert init_module.peers_of({**values, "num_processes": 5}, {}) == {}
+
+
+TWO_WORKERS = {"cluster": {"worker": ["127.0.0.1:7001", "127.0.0.1:7002"]},
+               "task": {"type": "worker", "index": 1}}
+
+
+def test_a_strategy_joins_the_tf_config_job_itself_when_jax_has_not_started(jax_init,
+                                                                              monkeypatch):
+    from jax._src import xla_bridge
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps(TWO_WORKERS))
+    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: False)
+    init_module.join_for_strategy()
+    jax_init.assert_called_once_with(**expected("127.0.0.1:7001", 2, 1))
+
+
+def test_a_strategy_too_late_to_join_says_to_call_initialize_first(jax_init, monkeypatch):
+    from jax._src import xla_bridge
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps(TWO_WORKERS))
+    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: True)
+    with pytest.raises(RuntimeError) as info:
+        tps.MultiWorkerMirroredStrategy()
+    message = str(info.value)
+    assert message.startswith("MultiWorkerMirroredStrategy: TF_CONFIG describes a job of 2 "
+                              "processes (this is process 1), but JAX already started")
+    assert "Fix: call tps.initialize() first thing" in message
+    jax_init.assert_not_called()
+
+
+def test_a_strategy_in_a_job_of_another_size_is_refused(jax_init, monkeypatch):
+    from jax._src import distributed
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps(TWO_WORKERS))
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(distributed.global_state, "num_processes", 3)
+    with pytest.raises(RuntimeError, match="describes a job of 2 processes, but this process "
+                                           "joined a job of 3"):
+        init_module.join_for_strategy()
+    monkeypatch.setattr(distributed.global_state, "num_processes", 2)
+    init_module.join_for_strategy()
+    jax_init.assert_not_called()
+
+
+def test_a_strategy_without_a_cluster_does_nothing(jax_init):
+    init_module.join_for_strategy()
+    strategy = tps.MultiWorkerMirroredStrategy()
+    jax_init.assert_not_called()
+    assert strategy.num_replicas_in_sync == jax.device_count()

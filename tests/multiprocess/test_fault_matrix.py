@@ -175,7 +175,7 @@ def test_through_the_launcher_the_survivor_names_the_victim_and_the_launcher_bla
 
 TF_CONFIG_CASES = [
     ("kill", 1, "compiled", 75), ("kill", 0, "allgather", 75), ("stop", 1, "compiled", 76),
-    ("stop", 1, "sleep", 76), ("raise", 0, "compiled", 75), ("never", 1, "compiled", 76),
+    ("stop", 1, "sleep", 76), ("raise", 0, "compiled", 75),
 ]
 
 
@@ -223,6 +223,13 @@ def test_three_processes_all_name_the_one_that_failed_first(tmp_path):
         assert outcome.codes[survivor] == faults.EXIT_UNAVAILABLE
         assert outcome.marker(survivor)["culprits"] == [2], outcome.stderr[survivor][-2000:]
         _assert_clean(outcome.stderr[survivor])
+
+
+def test_multi_worker_mirrored_strategy_joins_the_tf_config_job_by_itself(tmp_path):
+    outcome = run_tf_config_job(tmp_path, "none", 0, heartbeat="strategy")
+    assert outcome.codes == {0: 0, 1: 0}, {i: t[-2000:] for i, t in outcome.stderr.items()}
+    for i in (0, 1):
+        assert json.loads((tmp_path / f"joined{i}").read_text()) == [2, 4]
 
 
 def test_a_job_without_faults_ends_cleanly_with_code_zero(tmp_path):

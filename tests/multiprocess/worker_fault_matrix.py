@@ -7,8 +7,10 @@ launcher or with ``TF_CONFIG`` / ``TPS_*`` set by the test.
   (``os._exit(3)``), ``never`` (the victim never calls ``tps.initialize``) or
   ``none`` (every process finishes normally).
 - VICTIM: the process id that suffers it.
-- HEARTBEAT: ``tps.initialize(heartbeat_timeout=...)``, or ``default`` for the
-  default settings.
+- HEARTBEAT: ``tps.initialize(heartbeat_timeout=...)``, ``default`` for the
+  default settings, or ``strategy`` to skip ``tps.initialize`` and let
+  ``tps.MultiWorkerMirroredStrategy()`` join the job from ``TF_CONFIG`` (it then
+  writes ``DIR/joined<i>``: the process count and replica count it saw).
 - WHERE the others wait: ``compiled`` (a jitted sum over every process's devices,
   read back with ``np.asarray``; default), ``allgather``
   (``multihost_utils.process_allgather``) or ``sleep`` (Python code).
@@ -41,10 +43,17 @@ if fault == "never" and me == victim:
 
 import tpustrategy as tps  # noqa: E402
 
-settings = {} if heartbeat == "default" else {
-    "heartbeat_timeout": int(heartbeat), "initialization_timeout": 3 * int(heartbeat) + 5,
-    "shutdown_timeout": 3 * int(heartbeat), "collective_timeout": 4 * int(heartbeat)}
-tps.initialize(**settings)
+if heartbeat == "strategy":
+    strategy = tps.MultiWorkerMirroredStrategy()
+    import jax
+
+    (out / f"joined{me}").write_text(json.dumps([jax.process_count(),
+                                                 strategy.num_replicas_in_sync]))
+else:
+    settings = {} if heartbeat == "default" else {
+        "heartbeat_timeout": int(heartbeat), "initialization_timeout": 3 * int(heartbeat) + 5,
+        "shutdown_timeout": 3 * int(heartbeat), "collective_timeout": 4 * int(heartbeat)}
+    tps.initialize(**settings)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

@@ -16,9 +16,23 @@ def test_a_timed_out_peer_becomes_deadline_exceeded(monkeypatch):
         raise jax.errors.JaxRuntimeError("DEADLINE_EXCEEDED: Gloo AllGather failed: Timed out waiting")
 
     monkeypatch.setattr(multihost_utils, "process_allgather", stuck)
-    with pytest.raises(tps.errors.DeadlineExceededError, match="did not reach the same collective") as info:
+    with pytest.raises(tps.errors.DeadlineExceededError, match="collective across processes "
+                                                               "timed out") as info:
         across_processes.allgather(np.int32(1))
-    assert "collective_timeout" in str(info.value)
+    assert "collective_timeout" in str(info.value) and "Fix:" in str(info.value)
+    assert isinstance(info.value.__cause__, jax.errors.JaxRuntimeError)
+
+
+def test_a_closed_connection_becomes_unavailable(monkeypatch):
+    def lost(x):
+        raise jax.errors.JaxRuntimeError(
+            "UNKNOWN: Gloo AllGather failed: [pair.cc:547] Connection closed by peer [127.0.0.1]:5")
+
+    monkeypatch.setattr(multihost_utils, "process_allgather", lost)
+    with pytest.raises(tps.errors.UnavailableError, match="connection to a peer process "
+                                                          "closed") as info:
+        across_processes.allgather(np.int32(1))
+    assert "Connection closed by peer" in str(info.value)
 
 
 def test_other_runtime_errors_pass_through(monkeypatch):

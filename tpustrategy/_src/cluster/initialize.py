@@ -279,6 +279,60 @@ def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None 
         return config
 
 
+def join_for_strategy(cluster_resolver: Any = None, *,
+                      api: str = "MultiWorkerMirroredStrategy") -> None:
+    """Joins the job a strategy's cluster describes, as TensorFlow does when it reads TF_CONFIG.
+
+    Does nothing when no job of several processes is configured (no resolver, no
+    ``TF_CONFIG`` cluster, no ``TPS_*`` variables) or when this process already
+    joined it (``tps.initialize``, ``jax.distributed.initialize``).
+
+    Args:
+      cluster_resolver: the strategy's ``cluster_resolver`` argument.
+      api: the strategy's name, for messages.
+
+    Raises:
+      RuntimeError: the configuration describes several processes but JAX already
+        started in this process as a single one (it is too late to join), or this
+        process joined a job of another size.
+    """
+    import jax
+
+    if (cluster_resolver is None and not load_tf_config().get("cluster")
+            and not os.environ.get(ENV_NUM_PROCESSES, "").strip()):
+        return
+    values, sources = resolve(cluster_resolver)
+    wanted = values["num_processes"]
+    if wanted is None or wanted < 2:
+        return
+    where = sources["num_processes"]
+    with _lock:
+        done = _done
+    if done is not None or jax.distributed.is_initialized():
+        from jax._src import distributed
+
+        running = (distributed.global_state.num_processes if jax.distributed.is_initialized()
+                   else 1)
+        if running != wanted:
+            raise RuntimeError(
+                f"{api}: {where} describes a job of {wanted} processes, but this process "
+                f"joined a job of {running} (tps.initialize or jax.distributed.initialize was "
+                "called with other values).\nFix: give tps.initialize() the same cluster as "
+                "the strategy, or call it without arguments so that it reads TF_CONFIG.")
+        return
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError(
+            f"{api}: {where} describes a job of {wanted} processes (this is process "
+            f"{values['process_id']}), but JAX already started in this process as a single "
+            f"process with {jax.device_count()} device(s): something used JAX (jax.devices(), "
+            "an array, another strategy) before the strategy was created, and a running "
+            "process cannot join a job.\nFix: call tps.initialize() first thing in the program "
+            f"on every process, or create the {api} before anything else uses JAX.")
+    initialize(cluster_resolver)
+
+
 def _check_not_started_elsewhere(values: dict[str, Any]) -> None:
     import jax
 

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.errors import DeadlineExceededError
+from tpustrategy._src.cluster.health import translate
 
 
 def multi_process() -> bool:
@@ -25,22 +25,21 @@ def allgather(x: Any) -> np.ndarray:
     """``[num_processes, ...]``: every process's ``x`` (same shape everywhere).
 
     Raises:
+      UnavailableError: a peer process was lost (killed, crashed, or its own code
+        raised); the message names it.
       DeadlineExceededError: a peer did not take part within the collective
-        timeout (``tps.initialize(collective_timeout=...)``).
+        timeout (``tps.initialize(collective_timeout=...)``); the message names
+        the processes that stopped answering, if any.
     """
     from jax.experimental import multihost_utils
 
     try:
         return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
     except jax.errors.JaxRuntimeError as e:
-        if "timed out" not in str(e).lower() and "deadline" not in str(e).lower():
+        named = translate(e)
+        if named is e:
             raise
-        raise DeadlineExceededError(
-            f"process {jax.process_index()} of {jax.process_count()}: a peer process did not "
-            "reach the same collective (an all-gather of host values) in time; it may have "
-            "died, be stuck, or be running different code.\nFix: check the other processes' "
-            "logs; tps.initialize(collective_timeout=...) sets how long to wait."
-        ) from e
+        raise named from e
 
 
 def sum_over_processes(x: Any) -> np.ndarray:
