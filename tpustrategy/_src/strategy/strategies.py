@@ -78,11 +78,25 @@ class TPUStrategy(Strategy):
 class MultiWorkerMirroredStrategy(Strategy):
     """Synchronous data parallelism over every device of every process of the job.
 
-    Call ``tps.initialize()`` (or ``jax.distributed.initialize``) first on
-    each process; with one process it behaves like ``MirroredStrategy``.
+    Like TensorFlow, it joins the job itself when ``TF_CONFIG`` (or the
+    ``cluster_resolver``, or the launcher's ``TPS_*`` variables) describes
+    several processes and JAX has not started yet; calling ``tps.initialize()``
+    first, on every process, works too and sets its timeouts. With one process
+    it behaves like ``MirroredStrategy``.
+
+    Args:
+      cluster_resolver: a ``tps.cluster_resolver`` resolver (default: ``TF_CONFIG``).
+      communication_options: accepted for TensorFlow compatibility.
+
+    Raises:
+      RuntimeError: the cluster has several processes but JAX already started in
+        this process as a single one (call ``tps.initialize()`` first).
     """
 
     def __init__(self, cluster_resolver: Any = None, communication_options: Any = None):
+        from tpustrategy._src.cluster.initialize import join_for_strategy
+
+        join_for_strategy(cluster_resolver, api="MultiWorkerMirroredStrategy")
         devices = jax.devices()
         process = jax.process_index()
         local = [d for d in devices if d.process_index == process]
