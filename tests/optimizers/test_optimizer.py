@@ -94,6 +94,19 @@ def test_gradients_may_come_in_any_order_of_the_variables():
     np.testing.assert_array_equal(np.asarray(w.read_value()), np.full((2, 2), -15.0))
 
 
+def test_cross_replica_updates_inside_tps_function_build_the_state_and_apply_as_given():
+    strategy, (w, b), optimizer = _setup(lambda: tps.optimizers.SGD(0.5, momentum=0.5))
+
+    @tps.function
+    def step(g):
+        optimizer.apply_gradients([(g, b)])
+
+    step(jnp.ones(2))
+    step(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(b.read_value()), np.full(2, -0.5 - 0.75))
+    assert int(optimizer.iterations) == 2 and optimizer.variables[1].strategy is strategy
+
+
 def test_a_mirrored_gradient_is_accepted_in_cross_replica_context():
     strategy, (w, b), optimizer = _setup(lambda: tps.optimizers.SGD(1.0))
     g = strategy.run(lambda: tps.get_replica_context().all_reduce("SUM", jnp.ones(2)))
@@ -239,6 +252,12 @@ def test_a_sync_on_read_variable_is_refused():
         v = tps.Variable(0.0, synchronization="ON_READ", aggregation="SUM")
         optimizer = tps.optimizers.SGD()
     with pytest.raises(ValueError, match="sync-on-read variable"):
+        optimizer.apply_gradients([(1.0, v)])
+
+
+def test_an_integer_variable_is_refused():
+    optimizer, v = tps.optimizers.SGD(), tps.Variable(3)
+    with pytest.raises(TypeError, match=r"(?s)has dtype int32; optimizers update floating-point.*Fix"):
         optimizer.apply_gradients([(1.0, v)])
 
 

@@ -84,7 +84,6 @@ class Optimizer:
             aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA,
         )
         self._var_list: list[Any] | None = None
-        self._positions: dict[Any, int] = {}
         self._slots: list[Any] = []
         self._treedef: Any = None
 
@@ -134,8 +133,11 @@ class Optimizer:
         strategy = variables[0].strategy
         initial = state_lib.initial_state(self._transformation, variables, api)
         self._slots, self._treedef = state_lib.create_slots(initial, variables, strategy, self._name)
-        self._positions = {v: i for i, v in enumerate(variables)}
         self._var_list = list(variables)
+
+    def _positions(self) -> dict[int, int]:
+        """Variable id -> its index in the state (kept out of attributes that checkpoints walk)."""
+        return {id(v): i for i, v in enumerate(self._var_list or ())}
 
     def _ensure_built(self, variables: list[Any], replica: bool, api: str) -> None:
         if self._var_list is None:
@@ -156,6 +158,12 @@ class Optimizer:
                     f"{api}: variable {i} is a {type(v).__name__}, not a tps.Variable; optimizers "
                     "update variables in place.\nFix: create the parameters as tps.Variable(...) "
                     "under strategy.scope(), or update a functional pytree with optax directly."
+                )
+            if not jnp.issubdtype(v.dtype, jnp.inexact):
+                raise TypeError(
+                    f"{api}: {v.name!r} has dtype {v.dtype}; optimizers update floating-point "
+                    "variables (an integer variable would truncate every update).\nFix: create it "
+                    "with a float dtype, or leave it out of the variables to update."
                 )
             if v.synchronization is tps.VariableSynchronization.ON_READ and v.strategy is not None:
                 raise ValueError(
@@ -193,11 +201,12 @@ class Optimizer:
 
     def _check_same_variables(self, variables: Sequence[Any], api: str) -> None:
         assert self._var_list is not None
-        if len(variables) == len(self._var_list) and all(v in self._positions for v in variables):
+        positions = self._positions()
+        if len(variables) == len(self._var_list) and all(id(v) in positions for v in variables):
             return
-        given = set(variables)
-        new = [v.name for v in variables if v not in self._positions]
-        missing = [v.name for v in self._var_list if v not in given]
+        given = {id(v) for v in variables}
+        new = [v.name for v in variables if id(v) not in positions]
+        missing = [v.name for v in self._var_list if id(v) not in given]
         raise ValueError(
             f"{api}: this optimizer's state was built for {len(self._var_list)} variables; this "
             f"call has new variables {new} and lacks {missing}. An optax transformation updates "
@@ -308,8 +317,9 @@ class Optimizer:
         self._ensure_built(variables, replica, api)
         assert self._var_list is not None
         ordered: list[Any] = [None] * len(grads)
+        positions = self._positions()
         for g, v in zip(grads, variables):
-            ordered[self._positions[v]] = g
+            ordered[positions[id(v)]] = g
         self._update(ordered, replica, api)
         return self._iterations
 
