@@ -16,6 +16,7 @@ class Progress:
         self._bar = None
         self._epoch_start = time.perf_counter()
         self._epoch_steps = 0
+        self._first_epoch = True
         if enabled and self._tty:
             from tqdm import tqdm
 
@@ -33,7 +34,8 @@ class Progress:
         now = time.perf_counter()
         rate = self._epoch_steps / max(now - self._epoch_start, 1e-9)
         self._epoch_start, self._epoch_steps = now, 0
-        note = "  (includes compiling the step)" if epoch == 1 else ""
+        note = "  (includes compiling the step)" if self._first_epoch else ""
+        self._first_epoch = False
         line = f"epoch {epoch:3d}  mean loss {mean_loss:.4f}  {rate:6.1f} steps/s{note}"
         if self._bar is not None:
             self._bar.write(line)
