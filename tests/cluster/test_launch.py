@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tpustrategy._src.cluster.faults import Fault
 from tpustrategy._src.cluster.launch import describe_exit, process_env
 
 pytestmark = pytest.mark.timeout(60)
@@ -67,11 +68,11 @@ def test_a_failing_process_stops_the_others_and_is_named(tmp_path):
             time.sleep(0.3)
             sys.exit(3)
         time.sleep(600)
-    """, "-n", "2", "--grace", "0.5")
+    """, "-n", "2", "--grace", "0.5", "--fault-grace", "0.5")
     assert time.monotonic() - start < 20
     assert out.returncode == 3
-    assert "tpustrategy.launch: process 1 exited with code 3" in out.stderr
-    assert "stopped process(es) 0." in out.stderr
+    assert "tpustrategy.launch: process 1 exited with code 3 after" in out.stderr
+    assert "the first to fail; stopped process(es) 0." in out.stderr
     assert not any(alive(p) for p in pids(tmp_path))
 
 
@@ -155,3 +156,93 @@ def test_process_env_replaces_an_existing_device_count_and_drops_proxies():
 def test_exit_descriptions():
     assert describe_exit(3) == "exited with code 3"
     assert describe_exit(-6) == "was killed by SIGABRT"
+
+
+def _marker(kind: str, culprit: int, reporter: int) -> str:
+    return Fault(kind=kind, culprits=(culprit,), described=("x",), addresses=(None,),
+                 detail="d", reporter=reporter).marker()
+
+
+def test_the_first_failure_is_blamed_even_when_a_survivor_reports_it_first(tmp_path):
+    # Process 0 notices the fault and exits with 75 before process 1's death is observed.
+    out = launch(tmp_path, f"""
+        import os, signal, sys, time
+        if os.environ["TPS_PROCESS_ID"] == "0":
+            time.sleep(0.2)
+            sys.stderr.write({_marker("lost", 1, 0)!r} + "\\n")
+            sys.exit(75)
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """, "-n", "2", "--grace", "0.5", "--fault-grace", "5")
+    assert out.returncode == 128 + signal.SIGKILL
+    report = [line for line in out.stderr.splitlines() if line.startswith("tpustrategy.launch")]
+    assert len(report) == 1
+    assert report[0].startswith("tpustrategy.launch: process 1 was killed by SIGKILL after")
+    assert "the first to fail; then process 0 exited with code 75." in report[0]
+
+
+def test_a_stopped_process_named_by_its_peer_is_blamed_and_killed(tmp_path):
+    out = launch(tmp_path, f"""
+        import os, pathlib, signal, sys, time
+        pid = os.environ["TPS_PROCESS_ID"]
+        pathlib.Path(sys.argv[1], f"p{{pid}}.pid").write_text(str(os.getpid()))
+        if pid == "1":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        time.sleep(0.5)
+        sys.stderr.write({_marker("stuck", 1, 0)!r} + "\\n")
+        sys.exit(76)
+    """, "-n", "2", "--grace", "0.5", "--fault-grace", "5")
+    assert out.returncode == 76
+    assert ("tpustrategy.launch: process 1 stopped answering its peers (stuck); it was stopped "
+            "by a signal (state T); process 0 named it after") in out.stderr
+    assert "stopped process(es) 1." in out.stderr
+    assert not any(alive(p) for p in pids(tmp_path))
+
+
+def test_an_exception_is_the_reason_given_for_a_failed_process(tmp_path):
+    out = launch(tmp_path, """
+        import os, time
+        if os.environ["TPS_PROCESS_ID"] == "1":
+            raise ValueError("bad batch")
+        time.sleep(600)
+    """, "-n", "2", "--grace", "0.5", "--fault-grace", "0.5")
+    assert out.returncode == 1
+    assert "process 1 exited with code 1 after" in out.stderr
+    assert "(ValueError: bad batch), the first to fail" in out.stderr
+
+
+def test_children_die_with_a_killed_launcher(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, time, pathlib
+        pathlib.Path(sys.argv[1], f"p{os.environ['TPS_PROCESS_ID']}.pid").write_text(
+            str(os.getpid()))
+        time.sleep(600)
+    """))
+    proc = subprocess.Popen([sys.executable, "-m", "tpustrategy.launch", "-n", "2",
+                             str(script), str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while len(pids(tmp_path)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.kill()  # SIGKILL: the launcher cannot clean up
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for pid in pids(tmp_path):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert len(pids(tmp_path)) == 2 and not any(alive(p) for p in pids(tmp_path))
+
+
+def test_every_process_is_given_every_address_and_the_launcher_pid(tmp_path):
+    out = launch(tmp_path, """
+        import os
+        addresses = os.environ["TPS_PROCESS_ADDRESSES"].split(",")
+        print(len(addresses), addresses[0] == os.environ["TPS_COORDINATOR_ADDRESS"],
+              len(set(addresses)), os.environ["TPS_LAUNCHER_PID"] == str(os.getppid()))
+    """, "-n", "3")
+    assert sorted(out.stdout.splitlines()) == [f"[p{i}] 3 True 3 True" for i in range(3)]
