@@ -72,9 +72,9 @@ def test_the_keras_style_loop_trains_to_the_accuracy_of_the_plain_variable_loop(
     assert result["final_loss"] < 0.5 * result["first_loss"], result
     assert result["accuracy"] > 0.85, result
     assert result["iterations"] == 6 * 23  # 1437 examples in global batches of 64, the last ragged
-    # Metrics agree with a direct computation: evaluating without a strategy gives the
-    # same test accuracy as the distributed test loop's SparseCategoricalAccuracy.
-    assert result["eval_accuracy"] == result["accuracy"]
+    # The model restored from the last checkpoint (saved after epoch 5), evaluated without a
+    # strategy, has the accuracy the distributed test loop measured for that epoch.
+    assert result["eval_accuracy"] == result["checkpointed_test_accuracy"]
     plain = _plain_variable_accuracy(example, epochs=6)
     assert abs(result["accuracy"] - plain) <= 2 / 360, (result["accuracy"], plain)
 
