@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY: dict[str, tuple[str, str]] = {
+    "CrossDeviceOps": ("tpustrategy._src.strategy.communication", "CrossDeviceOps"),
     "DistributedValues": ("tpustrategy._src.values.distributed", "DistributedValues"),
+    "HierarchicalCopyAllReduce": ("tpustrategy._src.strategy.communication", "HierarchicalCopyAllReduce"),
+    "NcclAllReduce": ("tpustrategy._src.strategy.communication", "NcclAllReduce"),
+    "ReductionToOneDevice": ("tpustrategy._src.strategy.communication", "ReductionToOneDevice"),
+    "RunOptions": ("tpustrategy._src.strategy.run_options", "RunOptions"),
     "InputContext": ("tpustrategy._src.input.input_context", "InputContext"),
     "InputOptions": ("tpustrategy._src.input.input_context", "InputOptions"),
     "InputReplicationMode": ("tpustrategy._src.input.input_context", "InputReplicationMode"),
@@ -79,6 +84,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     )
     from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
     from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
+    from tpustrategy._src.strategy.communication import CrossDeviceOps as CrossDeviceOps
+    from tpustrategy._src.strategy.communication import HierarchicalCopyAllReduce as HierarchicalCopyAllReduce
+    from tpustrategy._src.strategy.communication import NcclAllReduce as NcclAllReduce
+    from tpustrategy._src.strategy.communication import ReductionToOneDevice as ReductionToOneDevice
+    from tpustrategy._src.strategy.run_options import RunOptions as RunOptions
     from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
     from tpustrategy._src.values.distributed import Mirrored as Mirrored
     from tpustrategy._src.values.distributed import PerReplica as PerReplica

@@ -92,7 +92,10 @@ class Function:
                 self._entries.move_to_end((inputs.key, entry.pull_signature))
                 self._last[inputs.key] = entry
                 return self._call(entry, inputs, available)
-        traced = trace.trace(self._fn, inputs, trace.CrossView(), self._state, available, ends)
+        try:
+            traced = trace.trace(self._fn, inputs, trace.CrossView(), self._state, available, ends)
+        except _CONCRETIZATION_ERRORS as e:
+            raise _python_value_error(self._fn, e) from e
         pulled, traced.pulled = traced.pulled, {}
         ended = {s: n for s, n in _ends_of(traced).items()}
         entry = _Entry(self._compile(traced, inputs, pulled), traced,
@@ -125,6 +128,21 @@ class Function:
                           f"tps.function({getattr(self._fn, '__qualname__', self._fn)})")
         program.extra_split = extra_split or None
         return program
+
+
+_CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                          jax.errors.TracerBoolConversionError, jax.errors.TracerArrayConversionError)
+
+
+def _python_value_error(fn: Any, error: BaseException) -> TypeError:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return TypeError(
+        f"tps.function({getattr(fn, '__qualname__', fn)}): the function uses an array argument or a computed "
+        f"value as a Python value ({type(error).__name__}: {first}). Inside tps.function arrays are traced: "
+        "`range(n)`, `int(x)`, `if x > 0:` and NumPy calls on them have no value at trace time.\nFix: pass "
+        "loop counts and flags as Python ints/bools (they become part of the signature and retrace when "
+        "they change), or use jax.lax.fori_loop / jax.lax.cond / jnp.where on arrays."
+    )
 
 
 def _ends_of(traced: trace.Traced) -> dict[Any, int]:

@@ -24,8 +24,20 @@ def compute_average_loss(per_example_loss: Any, sample_weight: Any = None, globa
         size times ``num_replicas_in_sync``.
 
     Returns:
-      A scalar: ``sum(loss * weight) / global_batch_size``.
+      A scalar: ``sum(loss * weight) / global_batch_size``; 0 when the batch is
+      empty (TensorFlow >= 2.13 divides with ``div_no_nan``).
+
+    Raises:
+      ValueError: ``global_batch_size`` is given and not positive.
     """
+    if global_batch_size is not None and not hasattr(global_batch_size, "shape"):
+        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, (int, float)) \
+                or global_batch_size <= 0:
+            raise ValueError(
+                "compute_average_loss: `global_batch_size` must be a positive number (the number of examples "
+                f"in the global batch). Received: global_batch_size={global_batch_size!r}.\nFix: pass the "
+                "global batch size, or None to use this replica's batch size times num_replicas_in_sync."
+            )
     loss = jnp.asarray(per_example_loss)
     if not jnp.issubdtype(loss.dtype, jnp.floating):
         raise TypeError(
@@ -37,7 +49,9 @@ def compute_average_loss(per_example_loss: Any, sample_weight: Any = None, globa
         ctx = context.get_replica_context()
         n = ctx.num_replicas_in_sync if ctx is not None else context.get_strategy().num_replicas_in_sync
         global_batch_size = (loss.shape[0] if loss.ndim else 1) * n
-    return jnp.sum(loss) / jnp.asarray(global_batch_size, loss.dtype)
+    denominator = jnp.asarray(global_batch_size, loss.dtype)
+    total = jnp.sum(loss)
+    return jnp.where(denominator == 0, jnp.zeros_like(total), total / jnp.where(denominator == 0, 1, denominator))
 
 
 def scale_regularization_loss(regularization_loss: Any) -> Any:

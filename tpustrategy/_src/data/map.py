@@ -37,6 +37,19 @@ def call_fn(fn: Callable[..., Any], element: Any) -> Any:
     return tuple(out) if type(out) is list else out
 
 
+def call_map_fn(fn: Callable[..., Any], element: Any) -> Any:
+    """``call_fn`` for ``Dataset.map``: a function that returns None is an error, not an element."""
+    out = call_fn(fn, element)
+    if out is None:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        raise TypeError(
+            f"Dataset.map: the map function {name!r} returned None; a map function must return the new "
+            "element (an array, or a tuple/dict of arrays).\nFix: add the missing `return`, or use "
+            "Dataset.filter to drop elements."
+        )
+    return out
+
+
 def check_fn(fn: Any, api: str, arg: str = "map_func") -> None:
     if not callable(fn):
         raise TypeError(
@@ -116,7 +129,7 @@ class _MapIterator(NodeIterator):
         if self._pending is not None:
             err, self._pending = self._pending, None
             raise err
-        return call_fn(self._fn, self._it.__next__())
+        return call_map_fn(self._fn, self._it.__next__())
 
     def _next_many(self, n: int) -> list[Any]:
         if self._pending is not None:
@@ -126,7 +139,7 @@ class _MapIterator(NodeIterator):
         out = []
         for x in self._it._next_many(n):
             try:
-                out.append(call_fn(fn, x))
+                out.append(call_map_fn(fn, x))
             except BaseException as e:
                 if not out:
                     raise
@@ -198,7 +211,7 @@ def _map_worker(sh: _MapShared) -> None:
         t0 = time.perf_counter()
         for x in elems:
             try:
-                outs.append(call_fn(fn, x))
+                outs.append(call_map_fn(fn, x))
             except BaseException as e:
                 err = e
                 break

@@ -22,6 +22,7 @@ from tpustrategy._src.execution.runner import NeedsEager, ReplicaRunner
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.reduce import reduce_value
+from tpustrategy._src.strategy.run_options import check_run_options
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
 from tpustrategy._src.variables import frames
@@ -125,8 +126,19 @@ class Strategy:
         return self._mesh
 
     @property
-    def extended(self) -> Strategy:
-        return self
+    def extended(self) -> Any:
+        """The ``tf.distribute.StrategyExtended`` methods (``reduce_to``, ``batch_reduce_to``, ``update``...)."""
+        found = getattr(self, "_extended", None)
+        if found is None:
+            from tpustrategy._src.strategy.extended import StrategyExtended
+
+            found = self._extended = StrategyExtended(self)
+        return found
+
+    @property
+    def cluster_resolver(self) -> Any:
+        """The cluster resolver the strategy was built with (None for single-host strategies)."""
+        return getattr(self, "_cluster_resolver", None)
 
     @property
     def worker_devices(self) -> tuple[jax.Device, ...]:
@@ -167,7 +179,7 @@ class Strategy:
           args: a tuple or list; ``PerReplica`` leaves are split per replica,
             other values are broadcast (each replica gets its own copy).
           kwargs: a dict, treated like ``args``.
-          options: accepted for TensorFlow compatibility (``RunOptions``), ignored.
+          options: a ``tps.RunOptions`` (accepted for TensorFlow compatibility).
 
         Returns:
           The regrouped results: ``PerReplica`` for values that differ per
@@ -180,6 +192,7 @@ class Strategy:
         """
         if not isinstance(args, (tuple, list)):
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
+        check_run_options(options)
         if kwargs is None:
             kwargs = {}
         if not isinstance(kwargs, dict):

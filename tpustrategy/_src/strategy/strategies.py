@@ -10,6 +10,7 @@ import jax
 
 from tpustrategy._src.devices.mesh import resolve_device, resolve_devices
 from tpustrategy._src.strategy.base import Strategy
+from tpustrategy._src.strategy.communication import check_cross_device_ops
 
 logger = logging.getLogger("tpustrategy")
 _logged_no_tpu = False
@@ -21,11 +22,13 @@ class MirroredStrategy(Strategy):
     Args:
       devices: ``jax.Device`` objects or TF-style strings (``"/cpu:0"``,
         ``"/gpu:1"``); default: every local device of JAX's default backend.
-      cross_device_ops: accepted for TensorFlow compatibility; XLA picks the
-        all-reduce algorithm.
+      cross_device_ops: a ``tps.HierarchicalCopyAllReduce()``, ``tps.NcclAllReduce()``
+        or ``tps.ReductionToOneDevice()`` (validated and logged once; XLA picks the
+        all-reduce algorithm, the results are the same).
     """
 
     def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
+        self._cross_device_ops = check_cross_device_ops(cross_device_ops, "MirroredStrategy")
         super().__init__(resolve_devices(devices, "MirroredStrategy"))
 
 
@@ -53,11 +56,13 @@ class TPUStrategy(Strategy):
                  experimental_device_assignment: Any = None):
         global _logged_no_tpu
         self._tpu_cluster_resolver = tpu_cluster_resolver
+        self._cluster_resolver = tpu_cluster_resolver
         assignment = device_assignment if device_assignment is not None else experimental_device_assignment
         try:
             devices = jax.devices("tpu")
         except RuntimeError:
             devices = []
+        _check_tpu_resolver(tpu_cluster_resolver, bool(devices))
         if not devices:
             devices = jax.devices()
             if not _logged_no_tpu:
@@ -103,6 +108,44 @@ class MultiWorkerMirroredStrategy(Strategy):
         offset = next(i for i, d in enumerate(devices) if d.process_index == process)
         super().__init__(devices, replica_offset=offset, local_devices=local)
         self._cluster_resolver = cluster_resolver
+
+
+def _check_tpu_resolver(resolver: Any, has_tpu: bool) -> None:
+    """Refuses resolvers that would silently leave the job on this host's CPU."""
+    if resolver is None:
+        return
+    from tpustrategy._src.cluster.base import ClusterResolver
+
+    if isinstance(resolver, str):
+        raise TypeError(
+            f"TPUStrategy: `tpu_cluster_resolver` must be a tps.cluster_resolver.TPUClusterResolver, not "
+            f"the string {resolver!r}.\nFix: TPUStrategy(tps.cluster_resolver.TPUClusterResolver(tpu={resolver!r})), "
+            "after tps.config.experimental_connect_to_cluster(resolver) on every TPU VM worker; or "
+            "TPUStrategy() on a TPU VM."
+        )
+    if not isinstance(resolver, ClusterResolver):
+        raise TypeError(
+            "TPUStrategy: `tpu_cluster_resolver` must be a tps.cluster_resolver.TPUClusterResolver (or another "
+            f"ClusterResolver). Received: {resolver!r} ({type(resolver).__name__})."
+        )
+    if has_tpu:
+        return
+    spec = resolver.cluster_spec().as_dict() if hasattr(resolver, "cluster_spec") else {}
+    workers = [w for tasks in spec.values() for w in (tasks.values() if isinstance(tasks, dict) else tasks)]
+    master = ""
+    try:
+        master = resolver.master() or ""
+    except Exception:  # a resolver without a master address
+        master = ""
+    if master.startswith("grpc://") or len(workers) > jax.process_count():
+        raise ValueError(
+            f"TPUStrategy: the cluster resolver names TPU workers {workers or [master]}, but this process sees "
+            f"no TPU devices ({len(jax.devices())} {jax.devices()[0].platform.upper()} device(s), "
+            f"{jax.process_count()} process(es)). JAX cannot drive a remote TPU over gRPC the way a TensorFlow "
+            "session does: the program runs on the TPU VMs themselves.\nFix: run this script on every TPU VM "
+            "worker and call tps.config.experimental_connect_to_cluster(resolver) (or tps.initialize(resolver)) "
+            "before building the strategy; to run on this machine's devices, call TPUStrategy() without a resolver."
+        )
 
 
 def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[Any]:

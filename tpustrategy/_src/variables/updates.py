@@ -77,6 +77,7 @@ def read(var: Any) -> Any:
 
 def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
     value = jnp.asarray(value)
+    check_value(var, method, value, current.shape)
     if method == "assign":
         new = jnp.broadcast_to(value.astype(var.dtype), current.shape)
     elif method == "assign_add":
@@ -89,6 +90,29 @@ def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
             f"shape {tuple(value.shape)}, which does not broadcast to it."
         )
     return new.astype(var.dtype)
+
+
+def check_value(var: Any, method: str, value: Any, target_shape: tuple[int, ...]) -> None:
+    """TensorFlow's checks of an update: no float into an integer variable, shapes that fit."""
+    dtype = np.dtype(var.dtype)
+    vdtype = np.dtype(value.dtype)
+    if (np.issubdtype(vdtype, np.inexact) and not np.issubdtype(dtype, np.inexact)) or (
+            np.issubdtype(vdtype, np.complexfloating) and not np.issubdtype(dtype, np.complexfloating)):
+        raise TypeError(
+            f"Variable.{method}: cannot convert a {vdtype.name} value to variable {var.name!r} of dtype "
+            f"{dtype.name} (TensorFlow refuses it too, instead of truncating).\nFix: cast explicitly, e.g. "
+            f"v.{method}(jnp.round(x).astype(v.dtype)), or create the variable with a float dtype."
+        )
+    try:
+        fits = np.broadcast_shapes(tuple(value.shape), tuple(target_shape)) == tuple(target_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"Variable.{method}: variable {var.name!r} has shape {tuple(target_shape)} but the value has shape "
+            f"{tuple(value.shape)}, which does not broadcast to it.\nFix: pass a value of shape "
+            f"{tuple(target_shape)} (or one that broadcasts to it, such as a scalar)."
+        )
 
 
 def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
@@ -255,7 +279,7 @@ def _cross_replica_update(var: Any, method: str, value: Any) -> None:
                         f"SyncOnReadVariable does not support `{method}` in cross-replica context "
                         "when aggregation is set to `tf.VariableAggregation.SUM`."
                     )
-                v = v / n
+                v = (v / n).astype(var.dtype)  # TensorFlow casts the share back to the variable's dtype
             new = _combine(var, method, current, v)
     else:
         if isinstance(value, DistributedValues):
