@@ -58,11 +58,20 @@ def _is_distributed_on_read(var: Any) -> bool:
     return var.strategy is not None and var.synchronization is tps.VariableSynchronization.ON_READ
 
 
-def read(var: Any) -> Any:
-    """The variable's value summed over replicas, in any context."""
-    if _is_distributed_on_read(var) and in_replica_context():
-        return tps.get_replica_context().all_reduce(tps.ReduceOp.SUM, var.read_value())
-    return var.read_value()
+def read(*variables: Any) -> Any:
+    """The variables' values summed over replicas, in any context (one all-reduce for all).
+
+    Returns:
+      One value for one variable, else a list in the same order.
+    """
+    values = [v.read_value() for v in variables]
+    if in_replica_context():
+        summed = [i for i, v in enumerate(variables) if _is_distributed_on_read(v)]
+        if summed:
+            reduced = tps.get_replica_context().all_reduce(tps.ReduceOp.SUM, [values[i] for i in summed])
+            for i, r in zip(summed, reduced):
+                values[i] = r
+    return values[0] if len(values) == 1 else values
 
 
 def add(var: Any, delta: Any) -> None:

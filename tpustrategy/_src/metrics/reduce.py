@@ -83,7 +83,8 @@ class Mean(_Reduce):
 
     def result(self) -> Any:
         """``total / count`` over every replica's updates (0 before any update)."""
-        return divide_no_nan(base.read(self.total), base.read(self.count))
+        total, count = base.read(self.total, self.count)
+        return divide_no_nan(total, count)
 
 
 class Sum(_Reduce):
