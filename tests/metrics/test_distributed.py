@@ -257,3 +257,31 @@ def test_one_replica_strategies_inside_tps_function_give_the_single_device_resul
     distributed_step(*batch)
     distributed_step(*batch)
     np.testing.assert_allclose(_results(metrics), _expected(batch, batch), rtol=1e-6)
+
+
+class _CountPositives(tps.metrics.Metric):
+    """A user-defined metric in Keras's style: state from add_weight, a result from it."""
+
+    def __init__(self, name="count_positives"):
+        super().__init__(name=name)
+        self.positives = self.add_weight(name="positives", shape=(2,), initializer="zeros")
+
+    def update_state(self, values, sample_weight=None):
+        values = jnp.asarray(values, jnp.float32)
+        self.positives.assign_add(jnp.stack([jnp.sum(values > 0), jnp.sum(values <= 0)]).astype(jnp.float32))
+
+    def result(self):
+        return self.read_state(self.positives)
+
+
+def test_a_custom_metric_built_with_add_weight_counts_every_replica(path):
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        metric = _CountPositives()
+    values = LOSSES[:13] - 0.5
+    results = strategy.run(lambda v: (metric.update_state(v), metric.result())[1], args=(_split(values, 8),))
+    expected = [float(np.sum(values > 0)), float(np.sum(values <= 0))]
+    assert np.asarray(metric.result()).tolist() == expected
+    for r in strategy.experimental_local_results(results):
+        assert np.asarray(r).tolist() == expected
+    assert metric.positives.synchronization is tps.VariableSynchronization.ON_READ

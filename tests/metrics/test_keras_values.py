@@ -213,3 +213,29 @@ def test_a_sample_weight_that_fits_no_rule_names_both_shapes_and_the_fix():
 def test_values_that_are_not_an_array_are_refused_naming_the_metric():
     with pytest.raises(TypeError, match=r"tps.metrics.Mean.update_state: values must be an array.*dict"):
         tps.metrics.Mean().update_state({"loss": 1.0})
+
+
+class _Counter(tps.metrics.Metric):
+    def __init__(self, initializer="ones"):
+        super().__init__(name="counter")
+        self.seen = self.add_weight("seen", shape=(2,), initializer=initializer)
+
+    def update_state(self, values, sample_weight=None):
+        self.seen.assign_add(np.asarray(values, np.float32))
+
+    def result(self):
+        return self.read_state(self.seen)
+
+
+def test_a_custom_metric_takes_keras_initializers_and_resets_to_zero():
+    counter = _Counter()
+    counter.update_state([1.0, 2.0])
+    assert np.asarray(counter.result()).tolist() == [2.0, 3.0]
+    counter.reset_state()
+    assert np.asarray(counter.result()).tolist() == [0.0, 0.0]
+    assert np.asarray(_Counter(lambda shape, dtype: np.full(shape, 5, dtype)).result()).tolist() == [5.0, 5.0]
+
+
+def test_an_unknown_initializer_is_named_with_the_choices():
+    with pytest.raises(ValueError, match=r"(?s)unknown initializer 'glorot_uniform' for 'seen'.*'zeros', 'ones'"):
+        _Counter("glorot_uniform")

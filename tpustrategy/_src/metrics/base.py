@@ -88,8 +88,9 @@ def add(var: Any, delta: Any) -> None:
 class Metric(abc.ABC):
     """Base class of ``tps.metrics``: state in sync-on-read variables (``tf.keras.metrics.Metric``).
 
-    Subclasses create their state with ``add_variable`` in ``__init__`` and
-    implement ``update_state`` and ``result``.
+    Subclasses create their state with ``add_weight`` (or ``add_variable``) in
+    ``__init__``, accumulate into it in ``update_state`` with ``assign_add``, and
+    compute ``result`` from ``self.read_state(...)`` of it.
 
     Args:
       name: the metric's name.
@@ -124,8 +125,9 @@ class Metric(abc.ABC):
         return list(self._variables)
 
     # State --------------------------------------------------------------------------
-    def add_variable(self, name: str, shape: Sequence[int] = (), dtype: Any = None) -> Any:
-        """Creates a zero-initialised state variable (``Metric.add_weight`` in Keras).
+    def add_variable(self, name: str, shape: Sequence[int] = (), initializer: Any = "zeros",
+                     dtype: Any = None) -> Any:
+        """Creates a state variable (``Metric.add_weight`` in Keras).
 
         Under a strategy it is sync-on-read with SUM aggregation: every replica
         accumulates into its own component and a read sums them.
@@ -133,14 +135,32 @@ class Metric(abc.ABC):
         Args:
           name: the variable's name.
           shape: its shape.
+          initializer: ``"zeros"``, ``"ones"``, an array, or a callable
+            ``(shape, dtype) -> array``.
           dtype: its dtype (default: the metric's).
 
         Returns:
           The new ``tps.Variable``.
         """
+        dtype = jnp.dtype(dtype or self._dtype)
+        shape = tuple(shape)
+        if isinstance(initializer, str):
+            makers = {"zeros": np.zeros, "ones": np.ones}
+            if initializer not in makers:
+                raise ValueError(
+                    f"tps.metrics.{type(self).__name__}.add_variable: unknown initializer "
+                    f"{initializer!r} for {name!r}.\nFix: pass 'zeros', 'ones', an array, or a "
+                    "callable (shape, dtype) -> array."
+                )
+            value = makers[initializer](shape, dtype)
+        elif callable(initializer):
+            value = initializer(shape, dtype)
+        else:
+            value = np.broadcast_to(np.asarray(initializer, dtype), shape)
         var = tps.Variable(
-            np.zeros(tuple(shape), dtype=jnp.dtype(dtype or self._dtype)),
+            value,
             name=name,
+            dtype=dtype,
             trainable=False,
             synchronization=tps.VariableSynchronization.ON_READ,
             aggregation=tps.VariableAggregation.SUM,
@@ -149,6 +169,21 @@ class Metric(abc.ABC):
         return var
 
     add_weight = add_variable
+
+    def read_state(self, *variables: Any) -> Any:
+        """The state variables' values summed over replicas, in any context.
+
+        ``result()`` of a custom metric reads its state with this, so that inside
+        ``strategy.run`` every replica gets the global result (one all-reduce for
+        all the variables), as Keras's ``result()`` does.
+
+        Args:
+          *variables: state variables of this metric.
+
+        Returns:
+          One value for one variable, else a list in the same order.
+        """
+        return read(*variables)
 
     @abc.abstractmethod
     def update_state(self, *args: Any, **kwargs: Any) -> None:

@@ -83,7 +83,7 @@ class Mean(_Reduce):
 
     def result(self) -> Any:
         """``total / count`` over every replica's updates (0 before any update)."""
-        total, count = base.read(self.total, self.count)
+        total, count = self.read_state(self.total, self.count)
         return divide_no_nan(total, count)
 
 
@@ -108,4 +108,4 @@ class Sum(_Reduce):
 
     def result(self) -> Any:
         """The sum over every replica's updates."""
-        return base.read(self.total)
+        return self.read_state(self.total)
