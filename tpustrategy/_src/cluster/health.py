@@ -25,7 +25,6 @@ The execution core calls ``translate`` on a raw ``JaxRuntimeError`` it catches.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import secrets
@@ -38,17 +37,12 @@ import time
 import traceback
 from typing import Any
 
-from tpustrategy._src.cluster import faults, peerlink
+from tpustrategy._src.cluster import exits, faults, peerlink
 from tpustrategy._src.cluster.faults import Fault, Peer
 from tpustrategy._src.errors import DeadlineExceededError, UnavailableError
 
 _KEY = "tpustrategy/health"
-_EXIT_BARRIER = "tpustrategy/exit"
-_SIGNAL = signal.SIGUSR1
 _monitor: Monitor | None = None
-_pending: Fault | None = None  # a fault found before any monitor exists (start-up)
-_exit_lock = threading.Lock()
-_previous_excepthook = sys.excepthook
 
 
 def current() -> Monitor | None:
@@ -172,17 +166,7 @@ class Monitor:
         """Makes this the process's monitor: excepthook, exit barrier, main-thread signal."""
         global _monitor
         _monitor = self
-        if sys.excepthook is not _excepthook:
-            sys.excepthook = _excepthook
-        atexit.unregister(_at_exit)
-        atexit.register(_at_exit)
-        if threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(_SIGNAL) in (signal.SIG_DFL, None, _on_signal):
-                    signal.signal(_SIGNAL, _on_signal)
-                    self._signal_installed = True
-            except (ValueError, OSError):
-                pass
+        self._signal_installed = exits.install()
 
     def stop(self) -> None:
         """Stops watching (after a clean end): links close without blaming anyone."""
@@ -218,7 +202,7 @@ class Monitor:
             self._delivered = True  # the main thread itself found it and is raising it
         elif self._signal_installed and not self.exiting:
             try:
-                signal.pthread_kill(threading.main_thread().ident or 0, _SIGNAL)
+                signal.pthread_kill(threading.main_thread().ident or 0, exits.SIGNAL)
             except (OSError, ValueError):
                 pass
         self._wake()
@@ -281,7 +265,7 @@ class Monitor:
     def end_process(self, fault: Fault | None, *, exception: BaseException | None = None,
                     printed: bool = False, code: int | None = None, forced: bool = False) -> None:
         """Prints the named error and ends the process now (never returns)."""
-        if not _exit_lock.acquire(blocking=threading.current_thread() is not self._thread):
+        if not exits.exit_lock.acquire(blocking=threading.current_thread() is not self._thread):
             return  # another thread is already ending the process
         self.exiting = True
         code = fault.exit_code if code is None and fault is not None else (code or 1)
@@ -300,7 +284,7 @@ class Monitor:
                              or error.__cause__ else traceback.format_exception_only(error))
         if fault is not None:
             parts.append(fault.marker(code) + "\n")
-        _write_and_exit(self, "".join(parts), code)
+        exits.write_and_exit(self, "".join(parts), code)
 
     def _close_links(self) -> None:
         with self._lock:
@@ -448,158 +432,6 @@ class Monitor:
                 f"has not answered for {seconds:.0f} s (heartbeat_timeout={self.timeout:g} s): "
                 "it is stuck (stopped, or hung with the interpreter blocked), or its host is "
                 "unreachable"))
-
-
-def _write_and_exit(monitor: Monitor | None, text: str, code: int) -> None:
-    try:
-        sys.stdout.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001
-        os.write(2, text.encode(errors="replace"))
-    if monitor is not None:
-        monitor._close_links()
-    os._exit(code)
-
-
-# -- hooks -------------------------------------------------------------------------------
-
-
-def _own_exit_code(error: BaseException) -> int:
-    if isinstance(error, KeyboardInterrupt):
-        return 130
-    if isinstance(error, UnavailableError):
-        return faults.EXIT_UNAVAILABLE
-    if isinstance(error, DeadlineExceededError):
-        return faults.EXIT_DEADLINE_EXCEEDED
-    return 1
-
-
-def arm(fault: Fault, exit_at: float) -> None:
-    """Ends the process at ``exit_at`` (monotonic) for a fault found before a monitor exists.
-
-    An uncaught exception ends it at once with the fault's exit code.
-    """
-    global _pending
-    _pending = fault
-    sys.excepthook = _excepthook
-    timer = threading.Timer(max(0.0, exit_at - time.monotonic()), _end_pending, (True,))
-    timer.daemon = True
-    timer.start()
-
-
-def _end_pending(forced: bool, error: BaseException | None = None) -> None:
-    fault = _pending
-    if fault is None or not _exit_lock.acquire(blocking=not forced):
-        return
-    error = error if error is not None else fault.exception()
-    parts = (traceback.format_exception(error) if error.__traceback__
-             else traceback.format_exception_only(error))
-    _write_and_exit(None, "".join(parts) + fault.marker() + "\n", fault.exit_code)
-
-
-def _excepthook(etype: type[BaseException], value: BaseException, tb: Any) -> None:
-    monitor = _monitor
-    if monitor is None and _pending is not None:
-        _end_pending(False, value)
-    if monitor is None or monitor.exiting:
-        _previous_excepthook(etype, value, tb)
-        return
-    monitor.exiting = True
-    fault = monitor.fault
-    if fault is None and faults.is_runtime_error(value):
-        kind = faults.classify(value)
-        fault = monitor.explain(kind) if kind else None
-    if fault is not None and monitor.task not in fault.culprits:
-        named = value
-        if not isinstance(value, (UnavailableError, DeadlineExceededError)):
-            named = fault.exception()
-            named.__cause__ = value
-        monitor.end_process(fault, exception=named)
-        return
-    own = monitor.own_error(value)
-    monitor.tell_peers(own)
-    _previous_excepthook(etype, value, tb)
-    monitor.end_process(own, printed=True, code=_own_exit_code(value))
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    monitor = _monitor
-    if (monitor is None or monitor.fault is None or monitor.exiting or monitor._delivered
-            or _in_this_module(frame)):
-        return  # our own exit path (excepthook, translate, atexit) is already handling it
-    monitor._delivered = True
-    raise monitor.fault.exception()
-
-
-def _in_this_module(frame: Any) -> bool:
-    while frame is not None:
-        if frame.f_code.co_filename == __file__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _at_exit() -> None:
-    monitor = _monitor
-    if monitor is None or monitor._stopping:
-        return
-    if monitor.fault is not None:
-        monitor.end_process(monitor.fault)
-    monitor.exiting = True
-    monitor.say_bye()
-    try:
-        from jax._src import distributed
-
-        client = distributed.global_state.client
-    except ImportError:
-        client = None
-    if client is not None:
-        try:
-            client.wait_at_barrier(_EXIT_BARRIER, int(monitor.shutdown_timeout * 1000))
-        except Exception:  # noqa: BLE001 - a timed-out barrier is reported below
-            if monitor.fault is not None:
-                monitor.end_process(monitor.fault)
-            late = monitor.not_finished() or [p for p in range(monitor.num_processes)
-                                              if p != monitor.task]
-            monitor.tell_peers(monitor._fault(
-                faults.LEFT, [monitor.task],
-                f"finished its program and left after waiting shutdown_timeout="
-                f"{monitor.shutdown_timeout:g} s at the end for the other processes"))
-            mine = monitor._fault(
-                faults.MISSING, late,
-                f"did not reach the end of the program within shutdown_timeout="
-                f"{monitor.shutdown_timeout:g} s after process {monitor.task} did")
-            monitor.end_process(Fault(**{**mine.to_wire(), "fix": _LATE_FIX}))
-    monitor.stop()
-
-
-_LATE_FIX = ("Fix: make every process run the same steps (same number of batches and "
-             "collectives); raise tps.initialize(shutdown_timeout=...) if some processes "
-             "legitimately finish much later than others.")
-
-
-def _after_fork_in_child() -> None:
-    """A forked child (e.g. a data-loader worker) must not hold the parent's links open."""
-    global _monitor
-    monitor, _monitor = _monitor, None
-    if monitor is None:
-        return
-    monitor._stopping = True
-    for sock in [monitor._listener, monitor._wake_r, monitor._wake_w,
-                 *(link.sock for link in monitor._links.values())]:
-        try:
-            sock.close()
-        except OSError:
-            pass
-    if sys.excepthook is _excepthook:
-        sys.excepthook = _previous_excepthook
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # -- translation of raw runtime errors ---------------------------------------------------

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from tpustrategy._src.cluster import coordinator, faults, health, peerlink
+from tpustrategy._src.cluster import coordinator, exits, faults, health, peerlink
 from tpustrategy._src.cluster.faults import Fault, Peer
 
 logger = logging.getLogger("tpustrategy")
@@ -79,7 +79,7 @@ def join(kwargs: dict[str, Any], values: dict[str, Any], monitor: health.Monitor
             monitor.install()
             monitor.report(fault, exit_at=jax_deadline - 2)
         else:
-            health.arm(fault, jax_deadline - 2)
+            exits.arm(fault, jax_deadline - 2)
         raise fault.exception()
     if "error" in outcome:
         if monitor is not None:

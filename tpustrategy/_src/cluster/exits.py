@@ -1,0 +1,207 @@
+"""How a process of a job ends: its excepthook, exit barrier, main-thread signal and exit codes.
+
+``health.Monitor.install`` puts these in place:
+
+- ``sys.excepthook``: an uncaught exception caused by a peer's fault (or a raw
+  JAX runtime error that ``health`` explains) prints the named ``tps.errors``
+  exception and ends the process with the fault's code (75 or 76); any other
+  uncaught exception is this process's own failure: it tells its peers (they
+  end with code 75 naming it), prints the traceback and exits with code 1
+  (130 for KeyboardInterrupt).
+- ``atexit``: at a normal end every process says goodbye and waits at one
+  barrier for the others (``shutdown_timeout``); a process still waiting when
+  it expires ends with ``DeadlineExceededError`` naming the ones that did not
+  finish (76), and the others end with ``UnavailableError`` naming it.
+- ``SIGUSR1`` (only if nothing else handles it): how the monitor thread raises
+  a fault's exception in the main thread.
+
+Every such exit uses ``os._exit`` after flushing the standard streams: JAX's own
+shutdown would wait at its shutdown barrier for the lost peer and then abort.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from tpustrategy._src.cluster import faults, health
+from tpustrategy._src.cluster.faults import Fault
+from tpustrategy._src.errors import DeadlineExceededError, UnavailableError
+
+EXIT_BARRIER = "tpustrategy/exit"
+SIGNAL = signal.SIGUSR1
+exit_lock = threading.Lock()
+_pending: Fault | None = None  # a fault found before any monitor exists (start-up)
+_previous_excepthook = sys.excepthook
+_OUR_FILES = {os.path.abspath(__file__), os.path.abspath(health.__file__)}
+
+
+def install() -> bool:
+    """Puts the hooks in place; returns whether the main-thread signal handler is ours."""
+    if sys.excepthook is not _excepthook:
+        sys.excepthook = _excepthook
+    atexit.unregister(_at_exit)
+    atexit.register(_at_exit)
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        if signal.getsignal(SIGNAL) in (signal.SIG_DFL, None, _on_signal):
+            signal.signal(SIGNAL, _on_signal)
+            return True
+    except (ValueError, OSError):
+        pass
+    return False
+
+
+def write_and_exit(monitor: health.Monitor | None, text: str, code: int) -> None:
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        os.write(2, text.encode(errors="replace"))
+    if monitor is not None:
+        monitor._close_links()
+    os._exit(code)
+
+
+def _own_exit_code(error: BaseException) -> int:
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    if isinstance(error, UnavailableError):
+        return faults.EXIT_UNAVAILABLE
+    if isinstance(error, DeadlineExceededError):
+        return faults.EXIT_DEADLINE_EXCEEDED
+    return 1
+
+
+def arm(fault: Fault, exit_at: float) -> None:
+    """Ends the process at ``exit_at`` (monotonic) for a fault found before a monitor exists.
+
+    An uncaught exception ends it at once with the fault's exit code.
+    """
+    global _pending
+    _pending = fault
+    sys.excepthook = _excepthook
+    timer = threading.Timer(max(0.0, exit_at - time.monotonic()), _end_pending, (True,))
+    timer.daemon = True
+    timer.start()
+
+
+def _end_pending(forced: bool, error: BaseException | None = None) -> None:
+    fault = _pending
+    if fault is None or not exit_lock.acquire(blocking=not forced):
+        return
+    error = error if error is not None else fault.exception()
+    parts = (traceback.format_exception(error) if error.__traceback__
+             else traceback.format_exception_only(error))
+    write_and_exit(None, "".join(parts) + fault.marker() + "\n", fault.exit_code)
+
+
+def _excepthook(etype: type[BaseException], value: BaseException, tb: Any) -> None:
+    monitor = health.current()
+    if monitor is None and _pending is not None:
+        _end_pending(False, value)
+    if monitor is None or monitor.exiting:
+        _previous_excepthook(etype, value, tb)
+        return
+    monitor.exiting = True
+    fault = monitor.fault
+    if fault is None and faults.is_runtime_error(value):
+        kind = faults.classify(value)
+        fault = monitor.explain(kind) if kind else None
+    if fault is not None and monitor.task not in fault.culprits:
+        named = value
+        if not isinstance(value, (UnavailableError, DeadlineExceededError)):
+            named = fault.exception()
+            named.__cause__ = value
+        monitor.end_process(fault, exception=named)
+        return
+    own = monitor.own_error(value)
+    monitor.tell_peers(own)
+    _previous_excepthook(etype, value, tb)
+    monitor.end_process(own, printed=True, code=_own_exit_code(value))
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    monitor = health.current()
+    if (monitor is None or monitor.fault is None or monitor.exiting or monitor._delivered
+            or _in_this_module(frame)):
+        return  # our own exit path (excepthook, translate, atexit) is already handling it
+    monitor._delivered = True
+    raise monitor.fault.exception()
+
+
+def _in_this_module(frame: Any) -> bool:
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename) in _OUR_FILES:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _at_exit() -> None:
+    monitor = health.current()
+    if monitor is None or monitor._stopping:
+        return
+    if monitor.fault is not None:
+        monitor.end_process(monitor.fault)
+    monitor.exiting = True
+    monitor.say_bye()
+    try:
+        from jax._src import distributed
+
+        client = distributed.global_state.client
+    except ImportError:
+        client = None
+    if client is not None:
+        try:
+            client.wait_at_barrier(EXIT_BARRIER, int(monitor.shutdown_timeout * 1000))
+        except Exception:  # noqa: BLE001 - a timed-out barrier is reported below
+            if monitor.fault is not None:
+                monitor.end_process(monitor.fault)
+            late = monitor.not_finished() or [p for p in range(monitor.num_processes)
+                                              if p != monitor.task]
+            monitor.tell_peers(monitor._fault(
+                faults.LEFT, [monitor.task],
+                f"finished its program and left after waiting shutdown_timeout="
+                f"{monitor.shutdown_timeout:g} s at the end for the other processes"))
+            mine = monitor._fault(
+                faults.MISSING, late,
+                f"did not reach the end of the program within shutdown_timeout="
+                f"{monitor.shutdown_timeout:g} s after process {monitor.task} did")
+            monitor.end_process(Fault(**{**mine.to_wire(), "fix": _LATE_FIX}))
+    monitor.stop()
+
+
+_LATE_FIX = ("Fix: make every process run the same steps (same number of batches and "
+             "collectives); raise tps.initialize(shutdown_timeout=...) if some processes "
+             "legitimately finish much later than others.")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (e.g. a data-loader worker) must not hold the parent's links open."""
+    monitor, health._monitor = health._monitor, None
+    if monitor is None:
+        return
+    monitor._stopping = True
+    for sock in [monitor._listener, monitor._wake_r, monitor._wake_w,
+                 *(link.sock for link in monitor._links.values())]:
+        try:
+            sock.close()
+        except OSError:
+            pass
+    if sys.excepthook is _excepthook:
+        sys.excepthook = _previous_excepthook
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
