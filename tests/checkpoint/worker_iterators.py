@@ -46,3 +46,4 @@ with strategy.scope():  # 4 MiB of random floats, mirrored over both processes' 
 tps.train.Checkpoint(iterator=data_it, big=big).save(str(directory / "data"))
 tps.train.Checkpoint(iterator=file_it).save(str(directory / "files"))
 print("RESULT " + json.dumps({"process_index": jax.process_index(), "data_next": pieces(next(data_it))}), flush=True)
+data_it.close(), file_it.close()  # stop the input threads before the interpreter exits

@@ -48,3 +48,4 @@ print("RESULT " + json.dumps({
     "none_error": none_error,
     "devices": len(jax.devices()),
 }), flush=True)
+iterator.close()  # stops the input thread before the interpreter exits

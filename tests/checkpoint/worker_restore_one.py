@@ -42,3 +42,4 @@ print("RESULT " + json.dumps({
     "files_error": error,
     "big_matches": bool(np.array_equal(big.numpy(), np.random.default_rng(0).random(1 << 20, dtype=np.float32))),
 }), flush=True)
+data_it.close(), file_it.close()  # stop the input threads before the interpreter exits

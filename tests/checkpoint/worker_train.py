@@ -109,6 +109,7 @@ def one_step(i):
 
 def report(**extra):
     print("RESULT " + json.dumps({**result, **extra, "losses": losses}), flush=True)
+    iterator.close()  # stops the input thread before the interpreter exits
 
 
 if mode == "straight":

@@ -236,4 +236,19 @@ class PreemptionCheckpointHandler:
         if self._config.exit_fn is not None:
             self._config.exit_fn()
         else:
+            self._close_iterators()
             sys.exit(self.exit_code)
+
+    def _close_iterators(self) -> None:
+        """Stops the checkpoint's input threads so the process exits cleanly."""
+        try:
+            entries = self._manager.checkpoint._graph(_API).entries.values()
+        except Exception:  # exiting anyway
+            return
+        for entry in entries:
+            close = getattr(entry.obj, "close", None) if entry.kind == "iterator" else None
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
