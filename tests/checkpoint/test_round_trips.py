@@ -234,3 +234,52 @@ def test_namedtuples_restore_as_the_same_type(tmp_path):
     ckpt.p = Point(np.float32(0), jnp.zeros(2, jnp.int32))
     ckpt.restore(path)
     assert isinstance(ckpt.p, Point) and float(ckpt.p.x) == 1.0 and ckpt.p.y.tolist() == [0, 1]
+
+
+class Net:
+    """The checkpoint guide's model: y = x @ kernel + bias."""
+
+    def __init__(self):
+        self.kernel = tps.Variable(np.full((1, 5), 0.1, np.float32))
+        self.bias = tps.Variable(np.zeros(5, np.float32))
+
+    def __call__(self, x):
+        return x @ self.kernel.read_value() + self.bias.read_value()
+
+
+def _guide_objects(strategy):
+    with strategy.scope():
+        net, opt, step = Net(), tps.optimizers.Adam(0.1), tps.Variable(1)
+    inputs = np.arange(1, 11, dtype=np.float32).reshape(10, 1)
+    labels = np.arange(5, dtype=np.float32)[None] * 3 + inputs
+    iterator = iter(tpsd.Dataset.from_tensor_slices((inputs, labels)).repeat().batch(2))
+    return tps.train.Checkpoint(step=step, optimizer=opt, net=net, iterator=iterator)
+
+
+def _guide_steps(ckpt, n):
+    losses = []
+    for _ in range(n):
+        x, y = next(ckpt.iterator)
+        weights = [ckpt.net.kernel, ckpt.net.bias]
+
+        def loss_fn(k, b, x=x, y=y):
+            return jnp.mean(jnp.abs(x @ k + b - y))
+
+        loss, grads = jax.value_and_grad(loss_fn, argnums=(0, 1))(*(w.read_value() for w in weights))
+        ckpt.optimizer.apply_gradients(zip(grads, weights))
+        ckpt.step.assign_add(1)
+        losses.append(float(loss))
+    return losses
+
+
+def test_the_checkpoint_guide_flow_restores_an_optimizer_before_its_first_step(strategy, tmp_path):
+    straight = _guide_steps(_guide_objects(strategy), 20)
+    ckpt = _guide_objects(strategy)
+    manager = tps.train.CheckpointManager(ckpt, str(tmp_path / "tf_ckpts"), max_to_keep=3)
+    first = _guide_steps(ckpt, 10)
+    manager.save()
+    fresh = _guide_objects(strategy)  # new model, a new optimizer that never ran, new iterator
+    manager = tps.train.CheckpointManager(fresh, str(tmp_path / "tf_ckpts"), max_to_keep=3)
+    fresh.restore(manager.latest_checkpoint).assert_consumed()  # Adam's moments included
+    assert int(fresh.step) == 11
+    assert first + _guide_steps(fresh, 10) == straight

@@ -150,6 +150,36 @@ def set_variable(var: Any, value: Any) -> None:
     var._value = value
 
 
+# Optimizers --------------------------------------------------------------------------------
+_VAR_LIST = "_var_list"
+
+
+def unbuilt_optimizer(x: Any) -> bool:
+    """A ``tps.optimizers.Optimizer`` whose state variables are not created yet (before its
+    first update): restoring its state first creates them with ``build``."""
+    import tpustrategy
+
+    optimizers = getattr(tpustrategy, "optimizers", None)
+    cls = getattr(optimizers, "Optimizer", None)
+    return cls is not None and isinstance(x, cls) and getattr(x, _VAR_LIST, ()) is None
+
+
+def optimizer_variable_keys(key: str, saved: dict[str, Any]) -> list[str]:
+    """The saved keys of the variables an optimizer at ``key`` was built for, in order."""
+    prefix = f"{key}/{_VAR_LIST}/"
+    found: dict[int, str] = {}
+    for saved_key, meta in saved.items():
+        for name in (saved_key, *meta.get("aliases", ())):
+            tail = name[len(prefix):] if name.startswith(prefix) else ""
+            if tail.isdigit():
+                found[int(tail)] = saved_key
+    return [found[i] for i in range(len(found))] if set(found) == set(range(len(found))) else []
+
+
+def build_optimizer(optimizer: Any, variables: list[Any]) -> None:
+    optimizer.build(variables)
+
+
 # Iterators -----------------------------------------------------------------------------------
 def describe_iterator(it: Any) -> dict[str, Any]:
     """The iterator's kind and whether every process reads the same stream.

@@ -156,7 +156,7 @@ class Checkpoint:
         if save_path is None:
             return InitializationOnlyStatus()
         api = "Checkpoint.restore"
-        status, manifest = reader.restore(self._graph(api), _check_path(save_path, api, "save_path"), api)
+        status, manifest = reader.restore(lambda: self._graph(api), _check_path(save_path, api, "save_path"), api)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
         return status
 
@@ -184,7 +184,6 @@ class Checkpoint:
             )
         api = "Checkpoint.read"
         holder = Checkpoint(**like)
-        graph = holder._graph(api)
         path = _check_path(save_path, api, "save_path")
-        reader.restore(graph, path, api, require_all=True)
+        reader.restore(lambda: holder._graph(api), path, api, require_all=True)
         return dict(holder._objects)

@@ -72,6 +72,7 @@ class Graph:
         """
         self.entries: dict[str, Entry] = {}
         self.aliases: dict[str, list[str]] = {}
+        self.objects: dict[str, Any] = {}  # key -> each object whose attributes were visited
         self.commits: list[Callable[[], None]] = []
         self._api = api
         self._first: dict[int, str] = {}  # id of a variable/iterator -> its key
@@ -192,6 +193,7 @@ class Graph:
             self._path.discard(id(value))
         if found:
             self._visited.add(id(value))
+            self.objects.setdefault(key, value)
         return found
 
     def _unsupported(self, name: str, value: Any) -> Exception:

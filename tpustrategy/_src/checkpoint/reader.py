@@ -138,9 +138,31 @@ def _check_kinds(entry: Entry, meta: dict[str, Any], api: str) -> None:
         )
 
 
-def restore(graph: Graph, path: str, api: str, *, require_all: bool = False
+def _build_optimizers(graph: Graph, saved: dict[str, Any]) -> bool:
+    """Creates the state of optimizers not used yet when the checkpoint holds it.
+
+    TensorFlow restores such state when it is created ("delayed restoration");
+    here the optimizer is built for the variables it was saved with (found by
+    name), so its state is restored now. Returns whether any was built.
+    """
+    built = False
+    current_of = {}
+    for key, saved_key in _match(graph, saved).items():
+        current_of.setdefault(saved_key, graph.entries[key].obj)
+    for key, obj in graph.objects.items():
+        if not adapter.unbuilt_optimizer(obj):
+            continue
+        wanted = adapter.optimizer_variable_keys(key, saved)
+        variables = [current_of.get(k) for k in wanted]
+        if wanted and all(v is not None and adapter.is_variable(v) for v in variables):
+            adapter.build_optimizer(obj, variables)
+            built = True
+    return built
+
+
+def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all: bool = False
             ) -> tuple[CheckpointLoadStatus, dict[str, Any]]:
-    """Restores every object of ``graph`` found in the checkpoint at ``path``.
+    """Restores every object of the graph ``make_graph()`` found in the checkpoint at ``path``.
 
     With ``require_all``, an object missing from the checkpoint is an error
     (raised before anything changes).
@@ -156,6 +178,9 @@ def restore(graph: Graph, path: str, api: str, *, require_all: bool = False
         error = e
     multihost.sync(api, "checking the checkpoint files", error)
     saved = manifest["objects"]
+    graph = make_graph()
+    if _build_optimizers(graph, saved):
+        graph = make_graph()
     found = _match(graph, saved)
     matched = list(found)
     missing = [k for k in graph.entries if k not in found]
