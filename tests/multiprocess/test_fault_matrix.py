@@ -142,6 +142,7 @@ LAUNCHER_CASES = [
     ("stop", 1, 76, "process 1 stopped answering its peers (stuck); it was stopped", 76),
     ("raise", 1, 1, "process 1 exited with code 1 after", 75),
     ("exit", 1, 3, "process 1 exited with code 3 after", 75),
+    ("sysexit", 1, 3, "process 1 exited with code 3 after", 75),
     ("never", 1, 76, "process 1 never joined the job", 76),
 ]
 
@@ -223,6 +224,14 @@ def test_three_processes_all_name_the_one_that_failed_first(tmp_path):
         assert outcome.codes[survivor] == faults.EXIT_UNAVAILABLE
         assert outcome.marker(survivor)["culprits"] == [2], outcome.stderr[survivor][-2000:]
         _assert_clean(outcome.stderr[survivor])
+
+
+def test_a_program_that_catches_the_fault_keeps_its_own_exit_code(tmp_path):
+    outcome = run_tf_config_job(tmp_path, "catch", 1)
+    assert outcome.codes[0] == 42, outcome.stderr[0][-3000:]
+    assert "caught UnavailableError" in outcome.stderr[0]
+    assert outcome.marker(0)["culprits"] == [1] and outcome.marker(0)["exit_code"] == 42
+    _assert_clean(outcome.stderr[0])
 
 
 def test_multi_worker_mirrored_strategy_joins_the_tf_config_job_by_itself(tmp_path):

@@ -4,8 +4,10 @@ Usage: ``worker_fault_matrix.py FAULT VICTIM DIR HEARTBEAT [WHERE]``, under the
 launcher or with ``TF_CONFIG`` / ``TPS_*`` set by the test.
 
 - FAULT: ``kill`` (SIGKILL), ``stop`` (SIGSTOP), ``raise`` (ValueError), ``exit``
-  (``os._exit(3)``), ``never`` (the victim never calls ``tps.initialize``) or
-  ``none`` (every process finishes normally).
+  (``os._exit(3)``), ``sysexit`` (``sys.exit(3)``), ``never`` (the victim never
+  calls ``tps.initialize``), ``catch`` (the survivor catches the fault's exception
+  and calls ``sys.exit(42)``; the victim is killed) or ``none`` (every process
+  finishes normally).
 - VICTIM: the process id that suffers it.
 - HEARTBEAT: ``tps.initialize(heartbeat_timeout=...)``, ``default`` for the
   default settings, or ``strategy`` to skip ``tps.initialize`` and let
@@ -89,6 +91,16 @@ for i in range(50 if fault == "none" else 10**9):
             raise ValueError(f"boom in process {me}")
         elif fault == "exit":
             os._exit(3)
-    step()
+        elif fault == "sysexit":
+            sys.exit(3)
+        elif fault == "catch":
+            os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        step()
+    except (tps.errors.UnavailableError, tps.errors.DeadlineExceededError) as error:
+        if fault != "catch":
+            raise
+        print(f"caught {type(error).__name__}", file=sys.stderr, flush=True)
+        sys.exit(42)
     time.sleep(0.05)
 print("done", flush=True)

@@ -14,6 +14,9 @@
   finish (76), and the others end with ``UnavailableError`` naming it.
 - ``SIGUSR1`` (only if nothing else handles it): how the monitor thread raises
   a fault's exception in the main thread.
+- ``sys.exit`` is wrapped (it behaves the same) to remember the code asked for:
+  a program that catches a fault's exception and calls ``sys.exit(42)`` (as
+  ``PreemptionCheckpointHandler`` does) exits with 42, not the fault's code.
 
 Every such exit uses ``os._exit`` after flushing the standard streams: JAX's own
 shutdown would wait at its shutdown barrier for the lost peer and then abort.
@@ -39,6 +42,19 @@ SIGNAL = signal.SIGUSR1
 exit_lock = threading.Lock()
 _pending: Fault | None = None  # a fault found before any monitor exists (start-up)
 _previous_excepthook = sys.excepthook
+_original_sys_exit = sys.exit
+_requested: Any = None  # the argument of the last sys.exit() call
+
+
+def _sys_exit(status: Any = None) -> None:
+    global _requested
+    _requested = status
+    _original_sys_exit(status)
+
+
+def requested_exit_code() -> int | None:
+    """The code of the last ``sys.exit(n)`` with a non-zero int (else None)."""
+    return _requested if isinstance(_requested, int) and _requested != 0 else None
 _OUR_FILES = {os.path.abspath(__file__), os.path.abspath(health.__file__)}
 
 
@@ -46,6 +62,8 @@ def install() -> bool:
     """Puts the hooks in place; returns whether the main-thread signal handler is ours."""
     if sys.excepthook is not _excepthook:
         sys.excepthook = _excepthook
+    if sys.exit is _original_sys_exit:
+        sys.exit = _sys_exit
     atexit.unregister(_at_exit)
     atexit.register(_at_exit)
     if threading.current_thread() is not threading.main_thread():
@@ -153,8 +171,8 @@ def _at_exit() -> None:
     monitor = health.current()
     if monitor is None or monitor._stopping:
         return
-    if monitor.fault is not None:
-        monitor.end_process(monitor.fault)
+    if monitor.fault is not None:  # the program caught the fault's exception and returned
+        monitor.end_process(monitor.fault, code=requested_exit_code())
     monitor.exiting = True
     monitor.say_bye()
     try:
@@ -164,22 +182,31 @@ def _at_exit() -> None:
     except ImportError:
         client = None
     if client is not None:
+        # A process leaving with sys.exit(n != 0) is failing: peers that will never
+        # reach the end should hear of it within heartbeat_timeout, not shutdown_timeout.
+        wait = monitor.shutdown_timeout if requested_exit_code() is None else min(
+            monitor.shutdown_timeout, monitor.timeout)
         try:
-            client.wait_at_barrier(EXIT_BARRIER, int(monitor.shutdown_timeout * 1000))
+            client.wait_at_barrier(EXIT_BARRIER, int(wait * 1000))
         except Exception:  # noqa: BLE001 - a timed-out barrier is reported below
+            code = requested_exit_code()
             if monitor.fault is not None:
-                monitor.end_process(monitor.fault)
+                monitor.end_process(monitor.fault, code=code)
             late = monitor.not_finished() or [p for p in range(monitor.num_processes)
                                               if p != monitor.task]
-            monitor.tell_peers(monitor._fault(
-                faults.LEFT, [monitor.task],
-                f"finished its program and left after waiting shutdown_timeout="
-                f"{monitor.shutdown_timeout:g} s at the end for the other processes"))
+            ended = "finished its program" if code is None else f"exited with code {code}"
+            left = monitor._fault(faults.LEFT, [monitor.task],
+                                  f"{ended} and left after waiting {wait:g} s at the end for "
+                                  "the other processes")
+            if code is not None:
+                left = Fault(**{**left.to_wire(), "fix": faults.DEFAULT_FIX[faults.LOST]})
+            monitor.tell_peers(left)
             mine = monitor._fault(
                 faults.MISSING, late,
-                f"did not reach the end of the program within shutdown_timeout="
-                f"{monitor.shutdown_timeout:g} s after process {monitor.task} did")
-            monitor.end_process(Fault(**{**mine.to_wire(), "fix": _LATE_FIX}))
+                f"did not reach the end of the program within {wait:g} s "
+                f"(shutdown_timeout={monitor.shutdown_timeout:g} s) after process "
+                f"{monitor.task} {ended}")
+            monitor.end_process(Fault(**{**mine.to_wire(), "fix": _LATE_FIX}), code=code)
     monitor.stop()
 
 
@@ -202,6 +229,8 @@ def _after_fork_in_child() -> None:
             pass
     if sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
+    if sys.exit is _sys_exit:
+        sys.exit = _original_sys_exit
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -111,7 +111,7 @@ class Fault:
 
     def message(self) -> str:
         who = " and ".join(self.described) or "A peer process"
-        fix = self.fix or _DEFAULT_FIX[self.kind]
+        fix = self.fix or DEFAULT_FIX[self.kind]
         return f"{who} {self.detail}.\n{fix}"
 
     def exception(self) -> RuntimeError:
@@ -142,7 +142,7 @@ class Fault:
         return cls(**values)
 
 
-_DEFAULT_FIX = {
+DEFAULT_FIX = {
     LOST: ("Fix: read that process's own log (and the launcher's or the scheduler's) for why "
            "it ended; then restart the job, from a checkpoint if you have one."),
     ERROR: ("Fix: the traceback is in that process's log; fix the error there and restart "
