@@ -114,6 +114,12 @@ def test_a_missing_path_lists_what_the_folder_holds(saved, tmp_path):
         ckpt.restore(str(tmp_path / "ckpt"))
 
 
+def test_a_folder_of_checkpoints_is_not_a_checkpoint(saved, tmp_path):
+    ckpt, _ = saved
+    with pytest.raises(FileNotFoundError, match=r"(?s)is a folder of checkpoints, not a checkpoint \(it holds ckpt-1\).*latest_checkpoint"):
+        ckpt.restore(str(tmp_path))
+
+
 def test_the_manifest_lists_every_file_with_its_size_and_checksum(saved):
     _, path = saved
     manifest = json.load(open(os.path.join(path, "manifest.json")))

@@ -64,3 +64,15 @@ def test_the_demo_saves_each_epoch_and_resume_continues_bit_identically(tmp_path
     assert len(curve) == 2 * (1438 // 64) and json.loads(resumed["loss_curve"]) == curve  # bit for bit
     for name, value in straight["params"].items():
         assert value.tobytes() == resumed["params"][name].tobytes()
+
+
+def test_without_orbax_the_demo_trains_and_says_how_to_turn_checkpoints_on(tmp_path, capsys, monkeypatch):
+    from tpustrategy._src.demo import checkpointing
+
+    monkeypatch.setattr(checkpointing, "available", lambda: False)
+    argv = ["--epochs", "1", "--global-batch", "128", "--cache-dir", str(tmp_path / "digits"),
+            "--checkpoint-dir", str(tmp_path / "ckpts")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "checkpoints are off: pip install 'tpustrategy[checkpoint]'" in out
+    assert "(off: orbax-checkpoint is not installed)" in out and not os.path.exists(tmp_path / "ckpts")

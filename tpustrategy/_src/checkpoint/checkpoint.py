@@ -4,9 +4,11 @@ The counterpart of ``tf.train.Checkpoint``. Objects are given by name
 (``Checkpoint(model=..., optimizer=..., iterator=..., step=...)``) or set as
 attributes later; ``save(prefix)`` writes ``prefix-N`` (N counts the saves),
 ``write(path)`` writes exactly ``path``, ``restore(path)`` puts every saved
-value back: variables and iterators in place, arrays, pytrees and Python
-numbers as the checkpoint's attributes (``ckpt.params`` after ``restore`` is
-the restored tree; mutable dicts and lists are also updated in place).
+value back: variables, iterators and NumPy arrays in place, ``jax.Array``s,
+pytrees and Python numbers as the checkpoint's attributes (``ckpt.params``
+after ``restore`` is the restored tree; dicts and lists are also updated in
+place). An optimizer that has not run yet is built for its saved variables
+first, so its state is restored too.
 ``read(path, like=...)`` returns restored values without a Checkpoint holding
 them. See ``graph`` for what is tracked, ``writer``/``reader`` for the protocol.
 """

@@ -162,6 +162,12 @@ def read_manifest(path: str, api: str) -> dict[str, Any]:
             "returned by save() or write(), manager.latest_checkpoint, or "
             "tps.train.latest_checkpoint(directory)."
         )
+    if not os.path.exists(manifest_path) and committed(path):
+        raise FileNotFoundError(
+            f"{api}: {path!r} is a folder of checkpoints, not a checkpoint (it holds "
+            f"{', '.join(os.path.basename(p) for p, _ in committed(path)[-5:])}).\nFix: pass one of "
+            f"them, e.g. the newest: tps.train.latest_checkpoint({path!r})."
+        )
     if not os.path.exists(manifest_path):
         interrupted = path.endswith(TMP_SUFFIX)
         raise DataLossError(

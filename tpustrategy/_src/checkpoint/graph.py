@@ -9,8 +9,9 @@ but equally named object graph finds the same values. What is tracked:
 - ``tps.Variable``: restored in place (entry kind ``"variable"``).
 - Checkpointable iterators (``get_state``/``set_state``): in place (``"iterator"``).
 - ``jax.Array``/NumPy arrays (``"array"``) and Python ``bool``/``int``/
-  ``float``/``str`` (``"value"``): immutable, so restoring puts a new value
-  where the old one was (an attribute, a dict item, or a rebuilt pytree).
+  ``float``/``str`` (``"value"``): restoring puts a new value where the old
+  one was (an attribute, a dict item, or a rebuilt pytree); a writeable NumPy
+  array is also overwritten in place.
 - Pytrees (dicts, lists, tuples, namedtuples, flax/optax/equinox state):
   their leaves, by key path. Mutable containers are updated in place.
 - Nested ``Checkpoint``s and other objects: their attributes that hold any of

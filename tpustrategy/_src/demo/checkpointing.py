@@ -21,6 +21,13 @@ import numpy as np
 import tpustrategy as tps
 
 
+def available() -> bool:
+    """Whether orbax-checkpoint (the ``checkpoint`` extra, which writes arrays) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("orbax") is not None and importlib.util.find_spec("orbax.checkpoint") is not None
+
+
 def folder_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(path) for n in names)
 
@@ -37,6 +44,10 @@ class EpochCheckpoints:
     """
 
     def __init__(self, directory: str, **objects: Any):
+        self.enabled = available()
+        if not self.enabled:
+            print("checkpoints are off: pip install 'tpustrategy[checkpoint]' (orbax-checkpoint) to save "
+                  "one per epoch and --resume.", flush=True)
         self.curve: list[float] = []
         self.checkpoint = tps.train.Checkpoint(**objects, epoch=0, loss_curve="[]")
         self.manager = tps.train.CheckpointManager(self.checkpoint, directory, max_to_keep=2)
@@ -48,6 +59,8 @@ class EpochCheckpoints:
         """Restores the latest checkpoint when ``resume``; returns the epoch to start from."""
         if not resume:
             return 0
+        if not self.enabled:
+            raise SystemExit("--resume needs orbax-checkpoint: pip install 'tpustrategy[checkpoint]'.")
         start = time.perf_counter()
         self.restored = self.manager.restore_or_initialize()
         if self.restored is None:
@@ -59,8 +72,10 @@ class EpochCheckpoints:
         self.curve = [float(x) for x in json.loads(self.checkpoint.loss_curve)]
         return int(self.checkpoint.epoch)
 
-    def save(self, epoch: int) -> str:
+    def save(self, epoch: int) -> str | None:
         """Saves the state after ``epoch`` finished epochs."""
+        if not self.enabled:
+            return None
         start = time.perf_counter()
         self.checkpoint.epoch = epoch
         self.checkpoint.loss_curve = json.dumps(self.curve)  # floats round-trip exactly
@@ -70,6 +85,8 @@ class EpochCheckpoints:
 
     def describe(self) -> str:
         latest = self.manager.latest_checkpoint
+        if not self.enabled:
+            return "(off: orbax-checkpoint is not installed)"
         if latest is None:
             return "(none saved)"
         text = (f"{latest} ({folder_bytes(latest) / 1024:.0f} KiB; save "
