@@ -54,7 +54,9 @@ def start(bind_address: str, num_processes: int, *, heartbeat_timeout: int | Non
       RuntimeError: the service could not listen there (port in use, or an
         address of another machine).
     """
-    command = [sys.executable, "-u", os.path.abspath(__file__), bind_address,
+    # -P: this file's folder (our modules) must not shadow anything jaxlib imports.
+    safe = ["-P"] if sys.version_info >= (3, 11) else []
+    command = [sys.executable, "-u", *safe, os.path.abspath(__file__), bind_address,
                str(num_processes), str(heartbeat_timeout or 0), str(shutdown_timeout or 0),
                str(linger), os.environ.get("TPS_LAUNCHER_PID", "0")]
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
@@ -167,15 +169,17 @@ def _serve(argv: list[str]) -> int:
         parent_gone = eof.is_set() or os.getppid() != parent
         if not (done.is_set() or parent_gone):
             continue
-        reader_gone_at = reader_gone_at or time.monotonic()
+        if reader_gone_at is None:
+            # Let go of process 0's output at once: whoever reads it until its end must not
+            # wait for this helper (and the service's complaints would only trail its error).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            reader_gone_at = time.monotonic()
         waited = time.monotonic() - reader_gone_at
         # After process 0 ends (normally or not), serve the others until they let go.
         if _connections(port) == 0 or waited > (2.0 if done.is_set() else float(linger)):
             break
-    if not done.is_set():
-        # Process 0 is gone: the service's complaints about it would only trail its error.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
     service.shutdown()
     return 0
 

@@ -7,10 +7,10 @@ one ``Monitor`` per process instead; it keeps a direct link to every peer
 
 1. tells the other peers (so each names the process that failed first, not
    one that was torn down after it);
-2. raises the fault's ``tps.errors`` exception in the main thread, where the
-   main thread can take it (it is running Python code or sleeping; a thread
-   blocked inside a compiled collective gets it when the collective returns,
-   usually at once with an error that ``translate`` names);
+2. raises the fault's ``tps.errors`` exception in the main thread (through a
+   signal: it lands in Python code, in ``time.sleep``, and in JAX's wait for a
+   result such as ``np.asarray`` on a compiled collective, which checks for
+   signals while it waits);
 3. after a short grace (``min(10, heartbeat_timeout / 2)`` seconds) prints the
    named error, with where the main thread was, and ends the process with
    ``os._exit`` and the fault's exit code (75: a peer was lost or failed; 76: a
