@@ -70,6 +70,18 @@ def test_the_handler_counts_run_calls_and_a_new_handler_continues_the_count(tmp_
     assert again.total_run_calls == 3 and weights.tolist() == [3.0, 3.0]
 
 
+def test_the_run_count_is_in_every_save_of_the_manager_not_only_preemption_saves(tmp_path, sigterm_restored):
+    ckpt = tps.train.Checkpoint(step=0)
+    manager = tps.train.CheckpointManager(ckpt, str(tmp_path), max_to_keep=1)
+    handler = tps.experimental.PreemptionCheckpointHandler(None, manager)
+    for _ in range(5):
+        handler.run(lambda: None)
+    manager.save()  # a regular save, e.g. each epoch; then the job crashes
+    restarted = tps.experimental.PreemptionCheckpointHandler(
+        None, tps.train.CheckpointManager(tps.train.Checkpoint(step=0), str(tmp_path), max_to_keep=1))
+    assert restarted.total_run_calls == 5
+
+
 def test_a_termination_watcher_function_is_a_notice_too(tmp_path, sigterm_restored):
     import threading
 

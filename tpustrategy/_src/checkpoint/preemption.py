@@ -190,7 +190,7 @@ class PreemptionCheckpointHandler:
         """
         self._save_and_exit_if_preempted()
         result = distributed_train_function(*args, **kwargs)
-        self._run_counter += 1
+        self._count_run()
         return result
 
     def save_checkpoint_if_preempted(self, *args: Any, **kwargs: Any) -> None:
@@ -199,8 +199,12 @@ class PreemptionCheckpointHandler:
         Arguments are passed on to ``CheckpointManager.save``.
         """
         self._save_and_exit_if_preempted(*args, **kwargs)
-        self._run_counter += 1
+        self._count_run()
 
+    def _count_run(self) -> None:
+        # Kept in the checkpoint at every call, so the user's own saves record it too.
+        self._run_counter += 1
+        self._manager.checkpoint._objects[RUN_CALLS_NAME] = self._run_counter
     @contextlib.contextmanager
     def watch_preemption_scope(self) -> Iterator[None]:
         """Turns the loss of a peer during a preemption into the restart exit code.
