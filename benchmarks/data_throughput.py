@@ -1,20 +1,29 @@
-"""TFRecord reading and Example parsing throughput, side by side in one run.
+"""TFRecord reading and Example parsing throughput (host only: no JAX programs).
 
-Writes TFRecord files (1 KB records and, separately, 100 B records) into a temp
-dir, warms the page cache, then measures with repetitions (medians):
+Writes TFRecord files (1 KB records and, separately, 100 B records) and Example
+files (64 floats + an int64 label) into a temp dir, warms the page cache, then
+measures each comparison's sides interleaved round by round (``_common.side_by_side``).
+Every side returns the number of records/examples it produced; rates are work/s,
+higher is better, ratio = ours / baseline.
 
-  (a) raw read of the files (MB/s)
-  (b) a minimal CRC-checked pure-Python framing loop (records/s), the ceiling
-      of per-record Python work that the reader is compared with
-  (c) tpustrategy's read_tfrecord_chunks (records/s and MB/s)
-  (d) tpustrategy.data.TFRecordDataset(files).batch(1024), if importable
-  (e) tf.data.TFRecordDataset(files).batch(1024) as NumPy, if TensorFlow is
-      importable here or through --tf-python (a Python that has TensorFlow)
-  (f) batch(1024) then parse_example of a 64-float feature + int64 label:
-      ours vs tf.data (examples/s)
+Rows, for each record size:
+  read_tfrecord_chunks vs minimal CRC loop    our framing (CRC-checked) vs a minimal
+                                  pure-Python CRC-checked framing loop (records/s)
+  read_tfrecord_chunks vs raw read            the same in MB/s vs reading the files
+                                  into a reused buffer (the I/O ceiling)
+  TFRecordDataset.batch(1024) vs minimal loop ``tpsd.TFRecordDataset(files).batch(1024)``
+  vs tf.data rows                 ``tf.data.TFRecordDataset(files).batch(1024)`` as NumPy
+                                  (``--tf-python PATH`` or TensorFlow importable here),
+                                  measured in a subprocess before ours: not
+                                  interleaved, no paired ratio. Without TensorFlow
+                                  the rows say "skipped".
+and for Examples:
+  parse_example alone vs read+batch+parse     the share of parsing in our pipeline
+  read + batch(1024) + parse_example vs tf.data
+  TFRecordDataset.batch(1024).map(parse_example) vs tf.data
 
 Usage:
-  python benchmarks/data_throughput.py [--size-mb 200] [--quick] [--json out.json]
+  python benchmarks/data_throughput.py [--size-mb 50] [--quick] [--json out.json]
       [--tf-python /tmp/tfvenv/bin/python]
 """
 
@@ -23,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import struct
 import subprocess
 import sys
@@ -34,8 +42,11 @@ from collections.abc import Callable
 import google_crc32c
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _common  # noqa: E402
 
+import tpustrategy.data as tpsd  # noqa: E402
 from tpustrategy._src.data.example_proto import make_example  # noqa: E402
 from tpustrategy._src.data.parsing import FixedLenFeature, parse_example  # noqa: E402
 from tpustrategy._src.data.record_io import read_tfrecord_chunks  # noqa: E402
@@ -83,15 +94,13 @@ def ours_read(path: str) -> int:
     return sum(len(records) for _, records in read_tfrecord_chunks(path))
 
 
-def measure(fn: Callable[[], float], reps: int) -> tuple[float, float]:
-    """Runs ``fn`` (which returns a work count) ``reps`` times; median rate and spread."""
-    rates = []
-    for _ in range(reps):
+def rate(fn: Callable[[], float]) -> Callable[[], float]:
+    """A side for ``side_by_side``: runs ``fn`` (which returns a work count) once; work/s."""
+    def run() -> float:
         t = time.perf_counter()
         work = fn()
-        rates.append(work / (time.perf_counter() - t))
-    med = statistics.median(rates)
-    return med, (max(rates) - min(rates)) / med
+        return work / (time.perf_counter() - t)
+    return run
 
 
 def write_files(tmp: str, record_size: int, total_bytes: int) -> tuple[list[str], int]:
@@ -149,146 +158,86 @@ print(json.dumps(out))
 """
 
 
-def run_tf(
-    args: argparse.Namespace, reads: dict[str, list[str]], examples: list[str]
-) -> dict | None:
-    cfg = json.dumps({"reads": reads, "examples": examples, "reps": args.reps})
-    try:
-        import tensorflow  # noqa: F401
+def tf_python(args: argparse.Namespace) -> str | None:
+    """A Python with TensorFlow: this one if it imports TensorFlow, else ``--tf-python``."""
+    import importlib.util
 
-        python = sys.executable
-    except ImportError:
-        python = args.tf_python
-    if not python:
-        return None
-    proc = subprocess.run(
-        [python, "-c", _TF_SCRIPT, cfg], capture_output=True, text=True, timeout=600
-    )
+    if importlib.util.find_spec("tensorflow") is not None:
+        return sys.executable
+    return args.tf_python
+
+
+def run_tf(python: str, reps: int, reads: dict[str, list[str]], examples: list[str]) -> dict:
+    cfg = json.dumps({"reads": reads, "examples": examples, "reps": reps})
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([python, "-c", _TF_SCRIPT, cfg], capture_output=True, text=True, timeout=600, env=env)
     if proc.returncode:
-        print(f"tf.data run failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
-        return None
+        raise RuntimeError(f"tf.data subprocess ({python}) failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def tpsd_pipeline() -> object | None:
-    try:
-        import tpustrategy.data as tpsd
-
-        return tpsd if hasattr(tpsd, "TFRecordDataset") else None
-    except Exception:  # noqa: BLE001 - any failure means "not available"
-        return None
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size-mb", type=float, default=200.0, help="total TFRecord bytes to read")
-    parser.add_argument("--quick", action="store_true", help="a ~20 MB run")
-    parser.add_argument("--reps", type=int, default=5)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-mb", type=float, default=50.0, help="total TFRecord MB to read")
+    parser.add_argument("--quick", action="store_true", help="a ~20 MB run, 3 rounds")
+    parser.add_argument("--reps", type=int, default=7, help="rounds of each comparison")
     parser.add_argument("--json", help="write the result rows to this file")
-    parser.add_argument(
-        "--tf-python",
-        default=os.environ.get("TPS_BENCH_TF_PYTHON"),
-        help="a Python with TensorFlow, for the tf.data columns",
-    )
+    parser.add_argument("--tf-python", default=os.environ.get("TPS_BENCH_TF_PYTHON"),
+                        help="a Python with TensorFlow, for the tf.data rows")
     args = parser.parse_args()
     size = (20.0 if args.quick else args.size_mb) * 1e6
+    reps = 3 if args.quick else args.reps
     rows: list[dict] = []
+    tf = tf_python(args)
+    no_tf = "no TensorFlow: pass --tf-python PATH"
 
-    def row(name, ours, baseline, unit, baseline_name):
-        r = {
-            "name": name,
-            "ours": ours[0] if ours else None,
-            "baseline": baseline[0] if baseline else None,
-            "ratio": (ours[0] / baseline[0]) if ours and baseline else None,
-            "unit": unit,
-            "median": ours[0] if ours else None,
-            "spread": ours[1] if ours else None,
-            "baseline_name": baseline_name,
-            "baseline_spread": baseline[1] if baseline else None,
-        }
-        rows.append(r)
+    def compare(name, ours, baseline, unit, **kw):
+        res = _common.side_by_side({"ours": rate(ours), "baseline": rate(baseline)}, reps)
+        rows.append(_common.row(name, res["ours"], res["baseline"], unit, higher_is_better=True, **kw))
+        return res["ours"]
 
-    tpsd = tpsd_pipeline()
+    def versus_tf(name, ours_rates, tf_rates, unit):
+        if tf_rates is None:
+            rows.append(_common.skipped_row(name, no_tf, unit))
+        else:
+            rows.append(_common.row(name, ours_rates, tf_rates, unit, higher_is_better=True, interleaved=False,
+                                    note="tf.data in a subprocess before ours"))
+
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        sets = {}
-        for rs in (1000, 100):
-            sets[rs] = write_files(tmp, rs, int(size / 2))
+        sets = {rs: write_files(tmp, rs, int(size / 2)) for rs in (1000, 100)}
         n_examples = max(int(size / 2 / 300) // N_FILES * N_FILES, N_FILES * BATCH)
         ex_files = write_examples(tmp, n_examples)
-        print(
-            f"wrote {size / 1e6:.0f} MB of records + {n_examples} examples in {time.perf_counter() - t0:.1f}s"
-        )
+        print(f"wrote {size / 1e6:.0f} MB of records + {n_examples} examples in {time.perf_counter() - t0:.1f}s")
         for paths, _ in sets.values():
             for p in paths:
                 raw_read(p)  # warm the page cache
+        tf_rates = run_tf(tf, reps, {str(rs): paths for rs, (paths, _) in sets.items()}, ex_files) if tf else None
 
-        tf_rates = run_tf(args, {str(rs): paths for rs, (paths, _) in sets.items()}, ex_files)
         for rs, (paths, count) in sets.items():
             nbytes = sum(os.path.getsize(p) for p in paths)
             label = "1 KB" if rs == 1000 else "100 B"
-            raw = measure(lambda paths=paths: sum(map(raw_read, paths)) / 1e6, args.reps)
-            mini = measure(lambda paths=paths: sum(map(minimal_loop, paths)), args.reps)
-            ours = measure(lambda paths=paths: sum(map(ours_read, paths)), args.reps)
-            row(f"{label}: raw read of the files", raw, None, "MB/s", None)
-            row(
-                f"{label}: read_tfrecord_chunks vs minimal CRC loop",
-                ours,
-                mini,
-                "records/s",
-                "minimal loop",
-            )
-            row(
-                f"{label}: read_tfrecord_chunks MB/s vs raw read",
-                (ours[0] * nbytes / count / 1e6, ours[1]),
-                raw,
-                "MB/s",
-                "raw read",
-            )
-            tf_r = None
-            if tf_rates:
-                rates = tf_rates[str(rs)]
-                med = statistics.median(rates)
-                tf_r = (med, (max(rates) - min(rates)) / med)
-                row(
-                    f"{label}: read_tfrecord_chunks vs tf.data batch(1024)",
-                    ours,
-                    tf_r,
-                    "records/s",
-                    "tf.data",
-                )
-            if tpsd is not None:
 
-                def pipe(paths=paths):
-                    return sum(len(b) for b in tpsd.TFRecordDataset(paths).batch(BATCH))
+            def ours(paths=paths):
+                return sum(map(ours_read, paths))
 
-                pipe()
-                ds = measure(pipe, args.reps)
-                row(
-                    f"{label}: tpsd.TFRecordDataset.batch(1024) vs minimal loop",
-                    ds,
-                    mini,
-                    "records/s",
-                    "minimal loop",
-                )
-                if tf_r:
-                    row(
-                        f"{label}: tpsd.TFRecordDataset.batch(1024) vs tf.data",
-                        ds,
-                        tf_r,
-                        "records/s",
-                        "tf.data",
-                    )
-            else:
-                row(
-                    f"{label}: tpsd.TFRecordDataset.batch(1024) (skipped: tpustrategy.data has no TFRecordDataset yet)",
-                    None,
-                    None,
-                    "records/s",
-                    None,
-                )
+            def pipe(paths=paths):
+                return sum(len(b) for b in tpsd.TFRecordDataset(paths).batch(BATCH))
+
+            def mini(paths=paths):
+                return sum(map(minimal_loop, paths))
+
+            pipe()
+            ours_rates = compare(f"{label}: read_tfrecord_chunks vs minimal CRC loop", ours, mini, "records/s")
+            compare(f"{label}: read_tfrecord_chunks vs raw read of the files",
+                    lambda paths=paths, scale=nbytes / count / 1e6: sum(map(ours_read, paths)) * scale,
+                    lambda paths=paths: sum(map(raw_read, paths)) / 1e6, "MB/s")
+            pipe_rates = compare(f"{label}: tpsd.TFRecordDataset.batch(1024) vs minimal CRC loop", pipe, mini,
+                                 "records/s")
+            tf_r = tf_rates[str(rs)] if tf_rates else None
+            versus_tf(f"{label}: read_tfrecord_chunks vs tf.data batch(1024)", ours_rates, tf_r, "records/s")
+            versus_tf(f"{label}: tpsd.TFRecordDataset.batch(1024) vs tf.data batch(1024)", pipe_rates, tf_r,
+                      "records/s")
 
         spec = {"x": FixedLenFeature([64], "float32"), "label": FixedLenFeature([], "int64")}
 
@@ -305,69 +254,21 @@ def main() -> None:
                     n += len(parse_example(pending, spec)["label"])
             return n
 
+        def tpsd_parse():
+            ds = tpsd.TFRecordDataset(ex_files).batch(BATCH).map(lambda s: parse_example(s, spec))
+            return sum(len(b["label"]) for b in ds)
+
         batches = [r for p in ex_files for _, r in read_tfrecord_chunks(p)]
-        parse_only = measure(
-            lambda: sum(len(parse_example(b, spec)["label"]) for b in batches), args.reps
-        )
-        ours_parse = measure(parse_ours, args.reps)
-        tf_parse = None
-        if tf_rates:
-            med = statistics.median(tf_rates["parse"])
-            tf_parse = (med, (max(tf_rates["parse"]) - min(tf_rates["parse"])) / med)
-        row(
-            "parse_example alone, batches of 1024 (64 floats + label)",
-            parse_only,
-            None,
-            "examples/s",
-            None,
-        )
-        row(
-            "read + batch(1024) + parse_example vs tf.data",
-            ours_parse,
-            tf_parse,
-            "examples/s",
-            "tf.data",
-        )
-        if tpsd is not None:
-
-            def tpsd_parse():
-                ds = (
-                    tpsd.TFRecordDataset(ex_files)
-                    .batch(BATCH)
-                    .map(lambda s: parse_example(s, spec))
-                )
-                return sum(len(b["label"]) for b in ds)
-
-            tpsd_parse()
-            row(
-                "tpsd TFRecordDataset.batch(1024).map(parse_example) vs tf.data",
-                measure(tpsd_parse, args.reps),
-                tf_parse,
-                "examples/s",
-                "tf.data",
-            )
-
-    width = max(len(r["name"]) for r in rows)
-    print(
-        f"\n{'benchmark':<{width}}  {'ours':>12}  {'baseline':>12}  {'ratio':>6}  unit (spread of ours)"
-    )
-
-    def fmt(x):
-        return "-" if x is None else (f"{x / 1e6:.2f}M" if x >= 1e5 else f"{x:,.0f}")
-
-    for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        spread = "" if r["spread"] is None else f" (±{r['spread'] * 100:.0f}%)"
-        base = f" vs {r['baseline_name']}" if r["baseline_name"] and r["baseline"] else ""
-        print(
-            f"{r['name']:<{width}}  {fmt(r['ours']):>12}  {fmt(r['baseline']):>12}  {ratio:>6}  "
-            f"{r['unit']}{spread}{base}"
-        )
-    if not tf_rates:
-        print("tf.data columns skipped: TensorFlow not importable (pass --tf-python).")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        tpsd_parse()
+        compare("parse_example alone vs read + batch(1024) + parse_example (ours)",
+                lambda: sum(len(parse_example(b, spec)["label"]) for b in batches), parse_ours, "examples/s",
+                note="how much of the pipeline is parsing")
+        res = _common.side_by_side({"ours": rate(parse_ours), "tpsd": rate(tpsd_parse)}, reps)
+        tf_p = tf_rates["parse"] if tf_rates else None
+        versus_tf("read + batch(1024) + parse_example vs tf.data", res["ours"], tf_p, "examples/s")
+        versus_tf("tpsd TFRecordDataset.batch(1024).map(parse_example) vs tf.data", res["tpsd"], tf_p,
+                  "examples/s")
+    _common.finish(rows, args.json)
 
 
 if __name__ == "__main__":

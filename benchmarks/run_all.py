@@ -2,16 +2,24 @@
 
 Each ``benchmarks/*.py`` script (but the private ``_*.py`` helpers and this one) runs in its own
 subprocess with ``--json FILE`` (and ``--quick`` when given here), under a
-per-script timeout; a script that fails or times out becomes an error row and
-the others still run. ``--tf-python PATH`` (default: ``/tmp/tfvenv/bin/python``
+per-script timeout. ``--tf-python PATH`` (default: ``/tmp/tfvenv/bin/python``
 when it exists) is passed to the scripts that accept it, for their TensorFlow
-columns. The rows of all scripts are printed as one table under a header (date,
+rows. The rows of all scripts are printed as one table under a header (date,
 machine, JAX version, device count) and written to ``bench_results/latest.json``
 and ``bench_results/latest.md``; each script's output goes to
 ``bench_results/logs/SCRIPT.log``.
 
-Spread is (max - min) / median of a side's repetitions; ratio is ours / baseline
-(see each row's unit and note for which way is better).
+A row a script could not measure because an optional dependency is missing
+(TensorFlow, optax) says "skipped (reason)". Anything else that goes wrong — a
+script that exits non-zero, times out, or writes no usable rows (a row without
+numbers that is not marked skipped) — becomes a FAILED row, the other scripts
+still run, and this command exits with status 1 after naming the failed scripts.
+
+Columns: medians of each side's rounds; spread = (max - min) / median of a side's
+rounds; ratio = ours / baseline of the medians; paired = the median of the
+per-round ratios ours / baseline (the sides run interleaved, so each round's ratio
+sees the same machine load) with their min..max; "-" where the baseline ran in
+another process. See each row's unit for which way is better.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(ROOT, "bench_results")
 DEFAULT_TF_PYTHON = "/tmp/tfvenv/bin/python"
-COLUMNS = ("benchmark", "ours", "spread", "baseline", "spread", "ratio", "unit", "note")
+COLUMNS = ("benchmark", "ours", "spread", "baseline", "spread", "ratio", "paired [min..max]", "unit", "note")
+NUMERIC = {1, 2, 3, 4, 5, 6}
 
 
 def scripts() -> list[str]:
@@ -86,45 +95,53 @@ def run_script(script: str, quick: bool, tf_python: str | None, timeout: float,
             try:
                 with open(json_path) as f:
                     rows = [normalise(script, r) for r in json.load(f)]
+                if not rows:
+                    raise ValueError("the script wrote no rows")
             except (OSError, ValueError, KeyError, TypeError) as e:
                 error = f"no usable --json rows ({type(e).__name__}: {e})"
+                rows = []
     status = {"script": script, "command": cmd, "wall_s": wall, "ok": error is None, "error": error,
-              "rows": len(rows), "log": os.path.relpath(log_path, ROOT)}
+              "rows": len(rows), "skipped": sum(1 for r in rows if r["skipped"]),
+              "log": os.path.relpath(log_path, ROOT)}
     if error is not None:
         rows = [{"script": script, "name": f"FAILED: {error}", "ours": None, "ours_spread": None,
-                 "baseline": None, "baseline_spread": None, "ratio": None, "unit": "",
-                 "higher_is_better": False, "note": f"see {status['log']}", "error": True}]
+                 "baseline": None, "baseline_spread": None, "ratio": None, "paired_ratio": None,
+                 "paired_ratio_spread": None, "unit": "", "higher_is_better": False,
+                 "note": f"see {status['log']}", "skipped": None, "error": True}]
     return rows, status
 
 
 def normalise(script: str, r: dict[str, Any]) -> dict[str, Any]:
-    """One row in one schema: spreads as (max - min) / median, whichever form the script wrote.
+    """One row of ``_common.row`` / ``_common.skipped_row``, spreads made relative.
 
-    ``_common.row`` writes ``ours_spread`` / ``baseline_spread`` as ``[min, max]``;
-    data_throughput.py writes ``spread`` / ``baseline_spread`` already relative.
+    Raises ``ValueError`` for a row without numbers that is not marked skipped.
     """
     def rel(spread: Any, median: Any) -> float | None:
-        if spread is None or median is None:
+        if spread is None or not median:
             return None
-        if isinstance(spread, (list, tuple)):
-            return (spread[1] - spread[0]) / median if median else None
-        return float(spread)
+        return (spread[1] - spread[0]) / median
 
-    ours, base = r.get("ours"), r.get("baseline")
-    note = r.get("note") or ""
-    if r.get("baseline_name") and base is not None:
-        note = f"vs {r['baseline_name']}" + (f"; {note}" if note else "")
+    skipped = r.get("skipped")
+    ours, base, ratio = r.get("ours"), r.get("baseline"), r.get("ratio")
+    if not skipped:
+        for key, value in (("ours", ours), ("baseline", base), ("ratio", ratio)):
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"row {r['name']!r} has {key}={value!r} and is not marked skipped")
     return {
         "script": script,
         "name": r["name"],
         "ours": ours,
-        "ours_spread": rel(r.get("ours_spread", r.get("spread")), ours),
+        "ours_spread": rel(r.get("ours_spread"), ours),
         "baseline": base,
         "baseline_spread": rel(r.get("baseline_spread"), base),
-        "ratio": r.get("ratio"),
+        "ratio": ratio,
+        "paired_ratio": r.get("paired_ratio"),
+        "paired_ratio_spread": r.get("paired_ratio_spread"),
+        "rounds": r.get("rounds"),
         "unit": r.get("unit", ""),
         "higher_is_better": bool(r.get("higher_is_better", False)),
-        "note": note,
+        "note": r.get("note") or "",
+        "skipped": skipped,
         "error": False,
     }
 
@@ -176,8 +193,12 @@ def _pct(x: Any) -> str:
 def cells(r: dict[str, Any]) -> list[str]:
     unit = r["unit"] + (" (higher better)" if r["higher_is_better"] else "")
     ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+    paired = "-"
+    if r.get("paired_ratio") is not None:
+        lo, hi = r["paired_ratio_spread"]
+        paired = f"{r['paired_ratio']:.3f} [{lo:.2f}..{hi:.2f}]"
     return [f"{r['script'].removesuffix('.py')}: {r['name'].strip()}", _num(r["ours"]), _pct(r["ours_spread"]),
-            _num(r["baseline"]), _pct(r["baseline_spread"]), ratio, unit, r["note"]]
+            _num(r["baseline"]), _pct(r["baseline_spread"]), ratio, paired, unit, r["note"]]
 
 
 def header_lines(meta: dict[str, Any]) -> list[str]:
@@ -187,14 +208,15 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         f"jax {meta['jax']}, devices: {meta['devices']}",
         f"mode: {'quick' if meta['quick'] else 'default'}; tf python: {meta['tf_python'] or 'none'}; "
         f"total {meta['total_s']:.0f} s ({', '.join(f'{s}: {t:.0f} s' for s, t in meta['script_s'].items())})",
-        "spread = (max - min) / median of the repetitions; ratio = ours / baseline",
+        "spread = (max - min) / median of a side's rounds; ratio = ours / baseline (medians); "
+        "paired = median [min..max] of the per-round ratios ours / baseline",
     ]
 
 
 def text_table(rows: list[dict[str, Any]]) -> str:
     table = [list(COLUMNS)] + [cells(r) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS) - 1)]
-    right = {1, 2, 3, 4, 5}
+    right = NUMERIC
     out = []
     for k, line in enumerate(table):
         parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
@@ -207,7 +229,7 @@ def text_table(rows: list[dict[str, Any]]) -> str:
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = ["# Benchmark results", ""] + [f"- {h}" for h in header_lines(meta)] + [""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "|".join("---:" if 1 <= i <= 5 else "---" for i in range(len(COLUMNS))) + "|")
+    lines.append("|" + "|".join("---:" if i in NUMERIC else "---" for i in range(len(COLUMNS))) + "|")
     for r in rows:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |")
     return "\n".join(lines) + "\n"
@@ -217,11 +239,11 @@ def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--tf-python", metavar="PATH",
                    help=f"a Python with TensorFlow for the scripts that take it (default: {DEFAULT_TF_PYTHON} if present)")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-script timeout (default 300 s, 120 s with --quick)")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-script timeout (default 420 s, 240 s with --quick)")
     p.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these scripts (names as in benchmarks/)")
     args = p.parse_args()
     tf_python = args.tf_python or (DEFAULT_TF_PYTHON if os.access(DEFAULT_TF_PYTHON, os.X_OK) else None)
-    timeout = args.timeout or (120.0 if args.quick else 300.0)
+    timeout = args.timeout or (240.0 if args.quick else 420.0)
     todo = scripts()
     if args.only:
         wanted = {s if s.endswith(".py") else s + ".py" for s in args.only}
@@ -238,7 +260,8 @@ def main() -> None:
         script_rows, status = run_script(script, args.quick, tf_python, timeout, env)
         rows += script_rows
         statuses.append(status)
-        outcome = f"{status['rows']} rows" if status["ok"] else status["error"]
+        skipped = f", {status['skipped']} skipped" if status.get("skipped") else ""
+        outcome = f"{status['rows']} rows{skipped}" if status["ok"] else f"FAILED: {status['error']}"
         print(f"{outcome} ({status['wall_s']:.1f} s)", flush=True)
     meta = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -264,7 +287,12 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
     print(f"\nwrote {os.path.relpath(RESULTS, os.getcwd())}/latest.json and latest.md")
-    sys.exit(0 if all(s["ok"] for s in statuses) else 1)
+    failed = [s for s in statuses if not s["ok"]]
+    if failed:
+        for s in failed:
+            print(f"FAILED: {s['script']}: {s['error']} (log: {s['log']})", file=sys.stderr)
+        print(f"{len(failed)} of {len(statuses)} benchmark scripts failed.", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

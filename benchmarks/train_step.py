@@ -1,28 +1,42 @@
-"""tps.function train step vs hand-written jit(shard_map); steps per execution; TensorFlow.
+"""MLP train step: strategy.run and tps.function vs the same step hand-written in JAX; TensorFlow.
 
-(a) MLP 64 -> 512 -> 512 -> 10, 8 replicas, global batch 1024, optax SGD: one
-    ``tps.function`` step (functional style: params and optax state through
-    ``strategy.run``, reduce of the loss; and Variables style) vs the same step
-    written by hand as ``jax.jit(jax.shard_map(..., check_vma=False))`` + optax.
-    ratio = ours / hand-written seconds per step (target <= 1.05).
-(b) Steps per execution: a tiny linear model (batch 64), k=10 steps per
-    ``tps.function`` call vs k=1; ratio = seconds per step (k=10) / (k=1).
-(c) With ``--tf-python PATH``: TensorFlow's MirroredStrategy custom training
-    loop (tf.function + strategy.run, same MLP, 8 logical CPU devices) in a
-    subprocess; steps/s vs ours.
+Model: ``_mlp.py`` (64 -> 512 -> 512 -> 10, softmax cross-entropy), 8 replicas,
+global batch 1024 (128 per replica), optax SGD with the gradients all-reduced
+(MEAN). Every side gets the same batch every step: ours as a host-built
+``tps.PerReplica`` passed again each step (the library keeps its device copy), the
+hand-written side as arrays already sharded over the devices. The baseline is
+``jax.jit(jax.shard_map(body, ..., check_vma=False))`` + optax, returning the same
+form as ours (per-replica losses for ``run``, the reduced loss for ``tps.function``).
 
-Both sides of (a) keep at most 4 programs in flight (the library bounds its own;
-the hand-written loop blocks on the result from 4 calls back): XLA's CPU
-collectives deadlock with many queued programs. Batches are device-resident on
-both sides (ours: the PerReplica returned by an identity ``run``).
+Rows (seconds per step, lower is better; ratio = ours / hand-written):
+  run, synchronised             ``strategy.run(replica_step, (params, opt_state, x, y))``
+                                outside any function; params come back Mirrored.
+                                Every step's result is waited on before the next
+                                call (a loop that logs the loss). Target <= 1.10.
+  tps.function (Variables), sync    params and optax state in ``tps.Variable``s; the
+                                function returns ``strategy.reduce(MEAN, loss)``.
+                                Target <= 1.05.
+  tps.function (functional), sync   params and optax state through ``run``, returned
+                                by the function. Target <= 1.05.
+  the same three, pipelined     the result from 4 calls back is waited on (at most
+                                5 programs in flight on both sides; XLA's CPU
+                                collectives lock up with dozens queued).
+  steps/s vs TensorFlow         (``--tf-python PATH``, a Python with TensorFlow) TF's
+                                MirroredStrategy custom loop on 8 logical CPUs,
+                                ``tf.function`` + ``strategy.run``, the loss read
+                                every step; vs our Variables step, synchronised.
+                                Higher is better. TF runs in a subprocess after
+                                ours (not interleaved). Without a TF Python the row
+                                says "skipped".
+
+All sides are interleaved round by round in one process; at the end the parameters
+of every side must agree (same number of steps, same updates).
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import os
-import statistics
 import subprocess
 import sys
 import textwrap
@@ -33,9 +47,7 @@ import _common  # noqa: E402
 _common.setup_devices(8)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import optax  # noqa: E402
 from _mlp import GLOBAL_BATCH, init_params, loss_fn  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
@@ -43,41 +55,54 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import tpustrategy as tps  # noqa: E402
 
 LR = 0.01
-def wait(out):
-    jax.block_until_ready(jax.tree.leaves(out, is_leaf=lambda v: isinstance(v, tps.DistributedValues)))
+ROWS = [  # (key, row name, hand-written key, target)
+    ("run", "strategy.run MLP step vs jit(shard_map)+optax", "hand_run", 1.10),
+    ("variables", "tps.function MLP step (Variables) vs jit(shard_map)+optax", "hand_fn", 1.05),
+    ("functional", "tps.function MLP step (functional) vs jit(shard_map)+optax", "hand_fn", 1.05),
+]
+TF_ROW = "steps/s: tps.function (Variables) vs TF MirroredStrategy, synchronised"
 
 
-def on_device(strategy, a):
-    """A PerReplica whose components already live on the replicas' devices."""
-    n = strategy.num_replicas_in_sync
-    return strategy.run(lambda v: v, (tps.PerReplica(list(np.split(a, n))),))
+def planned_rows() -> list[str]:
+    return [f"{name}, {mode}" for mode in ("synchronised", "pipelined") for _, name, _, _ in ROWS] + [TF_ROW]
 
 
-def mlp_cases(strategy, tx, x, y):
+def cases(strategy, optax, x, y):
+    """Step callables (each returns what the step gives the user) and a final check."""
+    tx = optax.sgd(LR)
     n, mesh = strategy.num_replicas_in_sync, strategy.mesh
-    x_pr, y_pr = on_device(strategy, x), on_device(strategy, y)
+    x_pr, y_pr = tps.PerReplica(list(np.split(x, n))), tps.PerReplica(list(np.split(y, n)))
+    p0 = init_params(0)
+    st = {}
 
-    # Ours, functional: params and optax state through run; they come back Mirrored.
     def replica_step(params, opt_state, x, y):
         ctx = tps.get_replica_context()
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(ctx.all_reduce("MEAN", grads), opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
+    # strategy.run: functional state through run, per-replica loss out.
+    st["run"] = (p0, tx.init(p0))
+
+    def run():
+        params, opt_state, loss = strategy.run(replica_step, (*st["run"], x_pr, y_pr))
+        st["run"] = (params, opt_state)
+        return params, opt_state, loss
+
+    # tps.function, functional.
     @tps.function
     def functional_step(params, opt_state, x, y):
         params, opt_state, loss = strategy.run(replica_step, (params, opt_state, x, y))
         return params, opt_state, strategy.reduce("MEAN", loss, axis=None)
 
-    p0 = init_params(jax.random.PRNGKey(0))
-    st = {"f": (p0, tx.init(p0))}
+    st["functional"] = (p0, tx.init(p0))
 
-    def ours_functional():
-        params, opt_state, loss = functional_step(*st["f"], x_pr, y_pr)
-        st["f"] = (params, opt_state)
-        return loss
+    def functional():
+        params, opt_state, loss = functional_step(*st["functional"], x_pr, y_pr)
+        st["functional"] = (params, opt_state)
+        return params, opt_state, loss
 
-    # Ours, Variables: params and optax state held in tps.Variables.
+    # tps.function, Variables.
     with strategy.scope():
         pv = jax.tree.map(tps.Variable, p0)
         sv = jax.tree.map(tps.Variable, tx.init(p0))
@@ -95,64 +120,68 @@ def mlp_cases(strategy, tx, x, y):
     def variables_step(x, y):
         return strategy.reduce("MEAN", strategy.run(var_replica_step, (x, y)), axis=None)
 
-    def ours_variables():
+    def variables():
         return variables_step(x_pr, y_pr)
 
     # Hand-written: replicated params, sharded batch, pmean of the gradients.
-    def body(params, opt_state, x, y):
+    def body(params, opt_state, x, y, reduce_loss):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(jax.lax.pmean(grads, "replica"), opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, jax.lax.pmean(loss, "replica")
+        loss = jax.lax.pmean(loss, "replica") if reduce_loss else loss[None]
+        return optax.apply_updates(params, updates), opt_state, loss
 
-    hand = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P(), P("replica"), P("replica")),
-                                 out_specs=(P(), P(), P()), check_vma=False))
+    def hand_program(reduce_loss):
+        return jax.jit(jax.shard_map(
+            lambda *a: body(*a, reduce_loss), mesh=mesh,
+            in_specs=(P(), P(), P("replica"), P("replica")),
+            out_specs=(P(), P(), P() if reduce_loss else P("replica")), check_vma=False))
+
     xs = jax.device_put(x, NamedSharding(mesh, P("replica")))
     ys = jax.device_put(y, NamedSharding(mesh, P("replica")))
-    st["h"] = jax.device_put((p0, tx.init(p0)), NamedSharding(mesh, P()))
-    inflight: collections.deque = collections.deque()
 
-    def hand_step():
-        params, opt_state, loss = hand(*st["h"], xs, ys)
-        st["h"] = (params, opt_state)
-        inflight.append(loss)
-        if len(inflight) > 4:
-            inflight.popleft().block_until_ready()
-        return loss
+    def hand(key, program):
+        st[key] = jax.device_put((p0, tx.init(p0)), NamedSharding(mesh, P()))
 
-    def check():  # the three sides computed the same thing
-        ref = np.asarray(st["h"][0][0][0])
-        np.testing.assert_allclose(np.asarray(st["f"][0][0][0]), ref, rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(np.asarray(pv[0][0].read_value()), ref, rtol=1e-4, atol=1e-6)
+        def step():
+            params, opt_state, loss = program(*st[key], xs, ys)
+            st[key] = (params, opt_state)
+            return params, opt_state, loss
+        return step
 
-    del n
-    return ours_functional, ours_variables, hand_step, check
+    steps = {"run": run, "variables": variables, "functional": functional,
+             "hand_run": hand("hand_run", hand_program(False)),
+             "hand_fn": hand("hand_fn", hand_program(True))}
+    last = {}
 
+    def counted(name):
+        def step():
+            last[name] = out = steps[name]()
+            return out
+        return step
 
-def spe_cases(strategy, k, rng):
-    """A tiny step; k steps per tps.function call vs one."""
-    with strategy.scope():
-        w = tps.Variable(jnp.zeros((8, 1)))
-    batches = [(on_device(strategy, rng.normal(size=(64, 8)).astype(np.float32)),
-                on_device(strategy, rng.normal(size=(64, 1)).astype(np.float32))) for _ in range(k)]
+    def check():
+        """Every side took the same steps: equal parameters and equal last losses."""
+        ref = np.asarray(st["hand_fn"][0][0][0])
+        got = {"hand_run": st["hand_run"][0][0][0], "run": st["run"][0][0][0],
+               "functional": st["functional"][0][0][0], "variables": pv[0][0].read_value()}
+        for name, w in got.items():
+            np.testing.assert_allclose(np.asarray(w), ref, rtol=2e-4, atol=1e-5, err_msg=name)
+        loss = float(np.asarray(last["hand_fn"][2]))
+        per_replica = {"run": np.stack([np.asarray(v) for v in strategy.experimental_local_results(last["run"][2])]),
+                       "hand_run": np.asarray(last["hand_run"][2])}
+        for name, v in per_replica.items():
+            np.testing.assert_allclose(v.mean(), loss, rtol=2e-4, err_msg=name)
+        for name, v in (("functional", last["functional"][2]), ("variables", last["variables"])):
+            np.testing.assert_allclose(float(np.asarray(v)), loss, rtol=2e-4, err_msg=name)
 
-    def step(x, y):
-        g = jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w.read_value())
-        w.assign_sub(0.01 * tps.get_replica_context().all_reduce("MEAN", g))
-
-    @tps.function
-    def train(batches):
-        for x, y in batches:
-            strategy.run(step, (x, y))
-        return w.read_value()
-
-    return (lambda: train(batches)), (lambda: train(batches[:1]))
+    return {name: counted(name) for name in steps}, check
 
 
 TF_SCRIPT = textwrap.dedent("""
     import json, sys, time
     import numpy as np
     import tensorflow as tf
-    steps, sizes, gb, lr = int(sys.argv[1]), [64, 512, 512, 10], 1024, 0.01
+    steps, rounds, sizes, gb, lr = int(sys.argv[1]), int(sys.argv[2]), [64, 512, 512, 10], 1024, 0.01
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
     strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(8)])
@@ -163,8 +192,9 @@ TF_SCRIPT = textwrap.dedent("""
         ws = [tf.Variable((rng.normal(size=(a, b)) / np.sqrt(a)).astype(np.float32)) for a, b in zip(sizes, sizes[1:])]
         bs = [tf.Variable(np.zeros(b, np.float32)) for b in sizes[1:]]
     n = strategy.num_replicas_in_sync
-    xd = strategy.experimental_distribute_values_from_function(lambda c: x[c.replica_id_in_sync_group::n])
-    yd = strategy.experimental_distribute_values_from_function(lambda c: y[c.replica_id_in_sync_group::n])
+    per = gb // n
+    xd = strategy.experimental_distribute_values_from_function(lambda c: x[c.replica_id_in_sync_group * per:(c.replica_id_in_sync_group + 1) * per])
+    yd = strategy.experimental_distribute_values_from_function(lambda c: y[c.replica_id_in_sync_group * per:(c.replica_id_in_sync_group + 1) * per])
     def replica_step(x, y):
         with tf.GradientTape() as tape:
             h = x
@@ -182,75 +212,56 @@ TF_SCRIPT = textwrap.dedent("""
     for _ in range(5):
         train_step(xd, yd).numpy()
     rates = []
-    for _ in range(3):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(steps):
-            loss = train_step(xd, yd)
-        loss.numpy()
+            train_step(xd, yd).numpy()  # synchronised: the loss is read every step
         rates.append(steps / (time.perf_counter() - t0))
     print(json.dumps({"steps_per_s": rates}))
 """)
 
 
-def tf_rates(tf_python, steps):
+def tf_rates(tf_python: str, steps: int, rounds: int) -> list[float]:
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    proc = subprocess.run([tf_python, "-c", TF_SCRIPT, str(steps)], capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run([tf_python, "-c", TF_SCRIPT, str(steps), str(rounds)], capture_output=True,
+                          text=True, env=env, timeout=300)
     if proc.returncode != 0:
-        raise RuntimeError(f"TensorFlow subprocess failed:\n{proc.stderr[-2000:]}")
+        raise RuntimeError(f"TensorFlow subprocess ({tf_python}) failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])["steps_per_s"]
-
-
-def paired(ours, base):
-    """Median of the per-round ratios: robust to the machine's speed drifting between rounds."""
-    return statistics.median(o / b for o, b in zip(ours, base))
 
 
 def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
-    p.add_argument("--tf-python", metavar="PATH", help="a python with TensorFlow for row (c)")
+    p.add_argument("--tf-python", metavar="PATH", help="a Python with TensorFlow, for the TensorFlow row")
     args = p.parse_args()
+    optax, missing = _common.optional_module("optax")
+    if optax is None:
+        _common.skip_all(planned_rows(), missing, args.json)
     strategy = tps.MirroredStrategy()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(GLOBAL_BATCH, 64)).astype(np.float32)
     y = rng.integers(0, 10, size=GLOBAL_BATCH).astype(np.int32)
-    functional, variables, hand, check = mlp_cases(strategy, optax.sgd(LR), x, y)
-    iters, rounds = (10, 3) if args.quick else (25, 25)
-    for fn in (functional, variables, hand):  # compile and warm up
-        _common.timed_loop(fn, 5, wait)
-    res = _common.side_by_side({
-        "functional": lambda: _common.timed_loop(functional, iters, wait),
-        "variables": lambda: _common.timed_loop(variables, iters, wait),
-        "hand": lambda: _common.timed_loop(hand, iters, wait),
-    }, rounds)
+    steps, check = cases(strategy, optax, x, y)
+    iters, rounds = (5, 3) if args.quick else (8, 15)
+    for step in steps.values():  # compile and warm up
+        _common.timed_sync(step, 3)
+    rows = []
+    results = {}
+    for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
+        res = results[mode] = _common.side_by_side(
+            {name: (lambda s=s, timed=timed: timed(s, iters)) for name, s in steps.items()}, rounds)
+        for key, name, hand, target in ROWS:
+            rows.append(_common.row(f"{name}, {mode}", res[key], res[hand], "s/step",
+                                    note=f"target <= {target:.2f}"))
     check()
-    rows = [
-        _common.row(f"(a) tps.function step, {name}", res[key], res["hand"], "s/step",
-                    note=f"vs jit(shard_map)+optax; paired ratio {paired(res[key], res['hand']):.3f}")
-        for name, key in (("functional (params through run)", "functional"), ("Variables", "variables"))
-    ]
-    k = 10
-    spe_k, spe_1 = spe_cases(strategy, k, rng)
-    for fn in (spe_k, spe_1):
-        _common.timed_loop(fn, 3, wait)
-    spe_iters = 5 if args.quick else 20
-    spe = _common.side_by_side({
-        "k": lambda: _common.timed_loop(spe_k, spe_iters, wait) / k,
-        "1": lambda: _common.timed_loop(spe_1, spe_iters * k, wait),
-    }, rounds)
-    rows.append(_common.row(f"(b) steps per execution k={k} vs k=1 (tiny step)", spe["k"], spe["1"],
-                            "s/step", note="speed-up per step = 1/ratio"))
-    hand_median = statistics.median(res["hand"])
-    best = min(("functional", "variables"), key=lambda name: statistics.median(res[name]))
     if args.tf_python:
-        tf = tf_rates(args.tf_python, 20 if args.quick else 100)
-        ours = [1.0 / t for t in res[best]]
-        rows.append(_common.row(f"(c) steps/s: tps.function ({best}) vs TF MirroredStrategy", ours, tf,
-                                "steps/s", higher_is_better=True,
-                                note=f"TF in a subprocess; hand jit(shard_map) {1 / hand_median:.1f} steps/s"))
+        tf = tf_rates(args.tf_python, 10 if args.quick else 30, 3 if args.quick else 7)
+        ours = [1.0 / t for t in results["synchronised"]["variables"]]
+        rows.append(_common.row(TF_ROW, ours, tf, "steps/s", higher_is_better=True, interleaved=False,
+                                note="TF in a subprocess after ours"))
     else:
-        print("(c) TensorFlow MirroredStrategy: skipped (pass --tf-python PATH)")
+        rows.append(_common.skipped_row(TF_ROW, "no TensorFlow Python: pass --tf-python PATH", "steps/s"))
     _common.finish(rows, args.json)
 
 

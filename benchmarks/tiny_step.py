@@ -1,0 +1,136 @@
+"""Per-call overhead: a tiny step through strategy.run and tps.function vs hand-written JAX.
+
+The step is an all-reduce (SUM) of 8 floats per replica, 8 replicas: almost no
+compute, so the time per call is the cost of getting a step onto the devices and
+its result back. Inputs are a host-built ``tps.PerReplica`` passed again every call
+(ours) and an array already sharded over the devices (hand-written); outputs are
+the Mirrored sum (ours) and the replicated sum (hand-written,
+``jax.jit(jax.shard_map(psum, ..., check_vma=False))``).
+
+Rows (µs per call, lower is better; ratio = ours / hand-written; the note gives the
+overhead ours - hand-written in µs, the median of the per-round differences and
+their range):
+  strategy.run, synchronised    each call's result is waited on before the next call
+  tps.function, synchronised    ``@tps.function def f(x): return strategy.run(...)``
+  the same two, pipelined       the result from 4 calls back is waited on
+  steps per execution           a tiny linear-regression step, k=10 steps per
+                                ``tps.function`` call vs k=1 (synchronised), time per
+                                step; 1/ratio is the speed-up of k=10.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
+
+_common.setup_devices(8)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import tpustrategy as tps  # noqa: E402
+
+SPE_K = 10
+
+
+def tiny_cases(strategy):
+    n, mesh = strategy.num_replicas_in_sync, strategy.mesh
+    v = np.arange(n * 8, dtype=np.float32).reshape(n, 8)
+    v_pr = tps.PerReplica(list(v))
+
+    def all_reduce(x):
+        return tps.get_replica_context().all_reduce("SUM", x)
+
+    @tps.function
+    def function_step(x):
+        return strategy.run(all_reduce, (x,))
+
+    hand = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "replica")[0], mesh=mesh,
+                                 in_specs=P("replica"), out_specs=P(), check_vma=False))
+    vs = jax.device_put(v, NamedSharding(mesh, P("replica")))
+    steps = {"run": lambda: strategy.run(all_reduce, (v_pr,)),
+             "function": lambda: function_step(v_pr),
+             "hand": lambda: hand(vs)}
+
+    def check():
+        want = v.sum(axis=0)
+        np.testing.assert_allclose(np.asarray(steps["hand"]()), want)
+        for name in ("run", "function"):
+            out = steps[name]()
+            assert isinstance(out, tps.Mirrored), (name, type(out))
+            for component in strategy.experimental_local_results(out):
+                np.testing.assert_allclose(np.asarray(component), want, err_msg=name)
+
+    return steps, check
+
+
+def spe_cases(strategy, k, rng):
+    """A tiny step; k steps per tps.function call vs one."""
+    n = strategy.num_replicas_in_sync
+    with strategy.scope():
+        w = tps.Variable(jnp.zeros((8, 1)))
+
+    def per_replica(a):
+        return tps.PerReplica(list(np.split(a, n)))
+
+    batches = [(per_replica(rng.normal(size=(64, 8)).astype(np.float32)),
+                per_replica(rng.normal(size=(64, 1)).astype(np.float32))) for _ in range(k)]
+
+    def step(x, y):
+        g = jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w.read_value())
+        w.assign_sub(0.01 * tps.get_replica_context().all_reduce("MEAN", g))
+
+    @tps.function
+    def train(batches):
+        for x, y in batches:
+            strategy.run(step, (x, y))
+        return w.read_value()
+
+    return (lambda: train(batches)), (lambda: train(batches[:1]))
+
+
+def us(series: list[float]) -> list[float]:
+    return [t * 1e6 for t in series]
+
+
+def main() -> None:
+    args = _common.parser(__doc__.splitlines()[0]).parse_args()
+    strategy = tps.MirroredStrategy()
+    steps, check = tiny_cases(strategy)
+    iters, rounds = (20, 3) if args.quick else (50, 21)
+    for step in steps.values():  # compile and warm up
+        _common.timed_sync(step, 5)
+    rows = []
+    for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
+        res = _common.side_by_side({name: (lambda s=s, timed=timed: us([timed(s, iters)])[0]) for name, s in steps.items()},
+                                   rounds)
+        for key, label in (("run", "strategy.run"), ("function", "tps.function")):
+            diff = [o - h for o, h in zip(res[key], res["hand"])]
+            rows.append(_common.row(
+                f"tiny step (all-reduce of 8 floats): {label} vs jit(shard_map), {mode}",
+                res[key], res["hand"], "µs/call",
+                note=f"overhead {statistics.median(diff):+.0f} µs/call [{min(diff):+.0f}..{max(diff):+.0f}]"))
+    check()
+
+    spe_k, spe_1 = spe_cases(strategy, SPE_K, np.random.default_rng(0))
+    for fn in (spe_k, spe_1):
+        _common.timed_sync(fn, 3)
+    spe_iters = 5 if args.quick else 10
+    spe = _common.side_by_side({
+        "k": lambda: us([_common.timed_sync(spe_k, spe_iters) / SPE_K])[0],
+        "1": lambda: us([_common.timed_sync(spe_1, spe_iters * SPE_K)])[0],
+    }, rounds)
+    rows.append(_common.row(f"steps per execution: k={SPE_K} steps per tps.function call vs k=1 (tiny step)",
+                            spe["k"], spe["1"], "µs/step", note="speed-up per step = 1/ratio"))
+    _common.finish(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()
