@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from typing import Any

@@ -127,7 +127,7 @@ class Link:
         """Reads what arrived: the messages (None for a heartbeat), or None at end of file."""
         try:
             data = self.sock.recv(65536)
-        except (BlockingIOError, socket.timeout, InterruptedError):
+        except (TimeoutError, BlockingIOError, InterruptedError):
             return []
         except OSError:
             return None
