@@ -72,23 +72,25 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
     from tpustrategy._src.strategy.base import Strategy as Strategy
     from tpustrategy._src.strategy.base import ValueContext as ValueContext
+    from tpustrategy._src.strategy.communication import CrossDeviceOps as CrossDeviceOps
+    from tpustrategy._src.strategy.communication import (
+        HierarchicalCopyAllReduce as HierarchicalCopyAllReduce,
+    )
+    from tpustrategy._src.strategy.communication import NcclAllReduce as NcclAllReduce
+    from tpustrategy._src.strategy.communication import ReductionToOneDevice as ReductionToOneDevice
     from tpustrategy._src.strategy.context import get_replica_context as get_replica_context
     from tpustrategy._src.strategy.context import get_strategy as get_strategy
     from tpustrategy._src.strategy.context import has_strategy as has_strategy
     from tpustrategy._src.strategy.context import (
         in_cross_replica_context as in_cross_replica_context,
     )
+    from tpustrategy._src.strategy.run_options import RunOptions as RunOptions
     from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
     from tpustrategy._src.strategy.strategies import (
         MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy,
     )
     from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
     from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
-    from tpustrategy._src.strategy.communication import CrossDeviceOps as CrossDeviceOps
-    from tpustrategy._src.strategy.communication import HierarchicalCopyAllReduce as HierarchicalCopyAllReduce
-    from tpustrategy._src.strategy.communication import NcclAllReduce as NcclAllReduce
-    from tpustrategy._src.strategy.communication import ReductionToOneDevice as ReductionToOneDevice
-    from tpustrategy._src.strategy.run_options import RunOptions as RunOptions
     from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
     from tpustrategy._src.values.distributed import Mirrored as Mirrored
     from tpustrategy._src.values.distributed import PerReplica as PerReplica

@@ -65,7 +65,7 @@ def test_run_of_a_tps_function_that_writes_a_variable_equals_the_plain_form():
         with s.scope():
             v = tps.Variable(1.0, aggregation=tps.VariableAggregation.SUM)
 
-        def step(x):
+        def step(x, v=v):
             v.assign_add(jnp.sum(x))
             return v.read_value() * 2
 
@@ -125,3 +125,27 @@ def test_jax_jit_around_a_run_that_writes_variables_names_tps_function():
     with pytest.raises(TypeError, match="tps.function"):
         jax.jit(lambda x: s.run(step, (x,)))(jnp.float32(1.0))
     assert float(v.read_value()) == 0.0
+
+
+def test_the_eager_path_bounds_a_replica_stuck_in_its_own_code(monkeypatch):
+    import time
+
+    from tpustrategy._src import config
+
+    monkeypatch.setattr(config, "EAGER_TIMEOUT", 1.0)
+    s = _strategy(2)
+
+    def fn():
+        ctx = tps.get_replica_context()
+        if int(ctx.replica_id_in_sync_group) == 1:
+            time.sleep(6)  # never reaches the all-reduce in time
+        return ctx.all_reduce("SUM", 1.0)
+
+    tps.config.run_functions_eagerly(True)
+    try:
+        start = time.monotonic()
+        with pytest.raises(tps.errors.DeadlineExceededError, match=r"replicas \[1\]"):
+            s.run(fn)
+        assert time.monotonic() - start < 4.0
+    finally:
+        tps.config.run_functions_eagerly(False)

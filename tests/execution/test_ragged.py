@@ -93,7 +93,7 @@ def _reference_losses(x, y, batch, lr, epochs):
     for _ in range(epochs):
         for i in range(0, len(x), batch):
             xb, yb = jnp.asarray(x[i:i + batch]), jnp.asarray(y[i:i + batch])
-            loss, g = jax.value_and_grad(lambda w: jnp.mean((xb @ w - yb) ** 2))(jnp.asarray(w))
+            loss, g = jax.value_and_grad(lambda w, xb=xb, yb=yb: jnp.mean((xb @ w - yb) ** 2))(jnp.asarray(w))
             w = np.asarray(w - lr * g)
             losses.append(float(loss))
     return losses, w

@@ -23,9 +23,7 @@ EXPECTED_MEANS = {
 }
 MODES = [
     pytest.param(("uniform", "build"), id="uniform"),
-    pytest.param(("uniform", "lazy"), id="uniform_state_created_in_the_step", marks=pytest.mark.xfail(
-        reason="core: a variable created inside a compiled step of a multi-process job fails "
-               "(device_put's cross-process check calls set_mesh inside jit)", strict=True)),
+    pytest.param(("uniform", "lazy"), id="uniform_state_created_in_the_step"),
     pytest.param(("ragged", "build"), id="ragged"),
 ]
 

@@ -27,7 +27,7 @@ from typing import Any
 import jax
 
 from tpustrategy._src import config
-from tpustrategy._src.execution import pulls, signature, trace
+from tpustrategy._src.execution import host_values, pulls, signature, trace
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.strategy import context
 from tpustrategy._src.variables import frames
@@ -78,6 +78,8 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.functions_run_eagerly() or _in_trace_or_replica():
             return self._fn(*args, **kwargs)
+        if jax.process_count() > 1:
+            host_values.agree_on_shapes((args, kwargs))
         inputs = signature.classify((args, kwargs))
         last = self._last.get(inputs.key)
         available: dict[Any, list[signature.Inputs]] = {}
@@ -122,8 +124,18 @@ class Function:
         for source, count in traced.pull_layout:
             for batch in pulled.get(source, [])[:count]:
                 extra_split.extend(split_flags(batch.specs))
-        jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)))
-        program = Program(jitted, Placement.of(strategy), split_flags(inputs.specs), traced.variables,
+        placement = Placement.of(strategy)
+        out_shardings = None
+        if placement is not None:
+            # Cross-replica results live replicated over the whole job (readable on every
+            # process), per-replica ones split over the replicas, variables where they live.
+            out_shardings = tuple(
+                [placement.split if k[0] == "per_replica" else placement.replicated
+                 for k in traced.out_kinds if k[0] != "static"]
+                + [placement.split if v._kind == "sync_on_read" else placement.replicated for v in traced.written])
+        jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
+                         out_shardings=out_shardings)
+        program = Program(jitted, placement, split_flags(inputs.specs), traced.variables,
                           traced.written, traced.out_treedef, traced.out_kinds, 0,
                           f"tps.function({getattr(self._fn, '__qualname__', self._fn)})")
         program.extra_split = extra_split or None

@@ -10,6 +10,7 @@ from typing import Any
 
 _LAZY: dict[str, tuple[str, str]] = {
     "PreemptionCheckpointHandler": ("tpustrategy._src.checkpoint.preemption", "PreemptionCheckpointHandler"),
+    "TerminationConfig": ("tpustrategy._src.checkpoint.preemption", "TerminationConfig"),
     "CommunicationOptions": ("tpustrategy._src.strategy.communication", "CommunicationOptions"),
     "CommunicationImplementation": ("tpustrategy._src.strategy.communication", "CommunicationImplementation"),
 }

@@ -161,7 +161,7 @@ def unbuilt_optimizer(x: Any) -> bool:
 
     optimizers = getattr(tpustrategy, "optimizers", None)
     cls = getattr(optimizers, "Optimizer", None)
-    return cls is not None and isinstance(x, cls) and getattr(x, _VAR_LIST, ()) is None
+    return cls is not None and isinstance(x, cls) and not x.built
 
 
 def optimizer_variable_keys(key: str, saved: dict[str, Any]) -> list[str]:

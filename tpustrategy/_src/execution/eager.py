@@ -107,8 +107,11 @@ def _join(threads: list[threading.Thread], rendezvous: Rendezvous, timeout: floa
             alive = [t for t in threads if t.is_alive()]
             if alive:
                 raise rendezvous.error
-        if alive and time.monotonic() - last_progress > timeout:
-            stuck = sorted(int(t.name.rsplit("-", 1)[1]) for t in alive)
+        # The rendezvous names a replica that never reaches a collective the others wait
+        # at; this later bound catches one that never finishes while the others are done.
+        if alive and time.monotonic() - last_progress > timeout * 1.5 + 1.0:
+            waiting = rendezvous.waiting()
+            stuck = sorted(i for i in (int(t.name.rsplit("-", 1)[1]) for t in alive) if i not in waiting)
             raise DeadlineExceededError(
                 f"strategy.run (eager path): replica threads {stuck} made no progress for {timeout:g} s "
                 "(TPS_EAGER_TIMEOUT) while the other replicas were waiting or done; the replica function "

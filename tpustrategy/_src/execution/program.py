@@ -60,6 +60,11 @@ class Placement:
             if not split and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated and \
                     x.sharding.device_set == target.device_set:
                 return x
+        if not split and not target.is_fully_addressable:
+            # Multi-host: a value every process holds (a plain variable, a broadcast
+            # argument) becomes one array replicated over the whole job.
+            host = np.asarray(x)
+            return jax.make_array_from_process_local_data(target, host, host.shape)
         return jax.device_put(x, target)
 
     def put_variable(self, var: Any) -> Any:

@@ -290,7 +290,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
         return key[0] == "eq" and lo <= key[1] < hi
 
     needed_after: list[set[Key]] = []
-    for si, (lo, hi) in enumerate(bounds):
+    for si, (_lo, hi) in enumerate(bounds):
         later = {a[1] for a in outs if a[0] == "var"}
         for c in cuts[si:]:
             later |= {a[1] for a in coll_ins[c] if a[0] == "var"}

@@ -64,18 +64,23 @@ class _StepSource:
         self._strategy = strategy
         self._options = options
         self._coordinate = coordinate and jax.process_count() > 1
+        self._agreement = None
+        if self._coordinate:
+            from tpustrategy._src.input.agreement import StepAgreement
+
+            self._agreement = StepAgreement()
         self._prefetcher = Prefetcher(self._produce, options.prefetch_to_device)
         self._local_done = False
         self._first_replica = 0
 
     # Subclasses: _host_state(), _set_host_state(state), _next_pieces() -> pieces list.
     def _produce(self) -> tuple[Any, Any]:
-        """Runs on the prefetch thread: host work and the copies to the devices."""
+        """Runs on the prefetch thread: host work, the processes' agreement, the copies to the devices."""
         state = self._host_state()
-        pieces, whole = self._next_pieces()
-        if self._coordinate:
-            return state, (pieces, whole)  # grouped after the processes agree on shapes
-        return state, self._group(pieces, whole)
+        if not self._coordinate:
+            pieces, whole = self._next_pieces()
+            return state, self._group(pieces, whole)
+        return state, self._agree()
 
     def _group(self, pieces: list[Any], whole: Any = None, global_sizes: list[int] | None = None) -> Any:
         return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
@@ -91,34 +96,30 @@ class _StepSource:
         return self._tps_pull()
 
     def _tps_pull(self) -> Any:
-        return self._next_step()
-
-    def _next_step(self) -> Any:
         try:
-            _, step = self._prefetcher.next() if not self._local_done else (None, None)
-            has = step is not None
+            return self._prefetcher.next()[1]
         except StopIteration:
-            self._local_done, step, has = True, None, False
-        if self._coordinate:
-            return self._agree(step if has else None)
-        if not has:
-            raise OutOfRangeError("End of sequence")
-        return step
+            raise OutOfRangeError("End of sequence") from None
 
-    def _agree(self, step: Any) -> Any:
-        """Multi-host: one small all-gather of (has data, piece sizes) per step.
+    def _agree(self) -> Any:
+        """Multi-host: one exchange of (has data, piece sizes) per step.
 
         Iteration ends only when no process has data; a process that ran out
         feeds empty pieces; if piece sizes differ anywhere in the job, every
-        process keeps the step ragged, so all of them take the same path in ``run``.
+        process learns every replica's size, so all of them build one program.
         """
-        from tpustrategy._src.replica import across_processes
-
-        pieces, whole = step if step is not None else (self._empty_pieces(), None)
-        sizes = [_leading(p) for p in pieces] if step is not None else [0] * len(pieces)
-        info = across_processes.allgather(np.asarray([int(step is not None)] + sizes, np.int64))
+        has = not self._local_done
+        if has:
+            try:
+                pieces, whole = self._next_pieces()
+            except StopIteration:
+                self._local_done, has = True, False
+        if not has:
+            pieces, whole = self._empty_pieces(), None
+        sizes = [_leading(p) for p in pieces] if has else [0] * len(pieces)
+        info = self._agreement.exchange([int(has)] + sizes)
         if not info[:, 0].any():
-            raise OutOfRangeError("End of sequence")
+            raise StopIteration
         sizes_all = info[:, 1:].ravel().tolist()
         ragged = len(set(sizes_all)) > 1
         return self._group(pieces, whole, sizes_all if ragged else None)
@@ -137,12 +138,14 @@ class _StepSource:
 
     def get_state(self) -> dict[str, Any]:
         """A JSON-able position: resuming from it yields the step ``get_next`` would give next."""
-        return {"host": self._prefetcher.snapshot(self._host_state), "done": self._local_done}
+        return {"host": self._prefetcher.snapshot(self._host_state), "done": False}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._prefetcher.stop()
         self._set_host_state(state["host"])
         self._local_done = bool(state.get("done", False))
+        if self._agreement is not None:
+            self._agreement.restart()
 
     def close(self) -> None:
         self._prefetcher.stop()

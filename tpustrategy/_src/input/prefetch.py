@@ -9,6 +9,7 @@ position of the next step the consumer will get, not of what was prefetched.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import threading
 import weakref
@@ -16,6 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 _END = object()
+# Every live prefetcher, so interpreter exit can stop their threads first: a daemon
+# thread killed inside a JAX call during shutdown can abort the process from C++.
+_live: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for prefetcher in list(_live):
+        try:
+            prefetcher.stop(timeout=5.0)
+        except Exception:  # interpreter shutdown: best effort
+            pass
 
 
 class Prefetcher:
@@ -41,6 +54,7 @@ class Prefetcher:
 
     def _start(self) -> None:
         if self._depth > 0 and self._thread is None:
+            _live.add(self)
             self._stop = False
             self._thread = threading.Thread(target=self._run, name="tps-prefetch-to-device", daemon=True)
             self._thread.start()
@@ -102,13 +116,13 @@ class Prefetcher:
                     return self._queue[0][1][0]
             return host_state()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = None) -> None:
         thread = self._thread
         with self._cond:
             self._stop = True
             self._cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join(timeout)
         self._thread = None
         with self._cond:
             self._queue.clear()

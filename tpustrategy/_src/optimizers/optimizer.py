@@ -93,6 +93,11 @@ class Optimizer:
         return self._name
 
     @property
+    def built(self) -> bool:
+        """Whether the optimizer's state variables exist (after ``build`` or the first update)."""
+        return self._var_list is not None
+
+    @property
     def transformation(self) -> Any:
         """The optax transformation."""
         return self._transformation

@@ -86,6 +86,11 @@ class Rendezvous:
             assert self._results is not None and self._results[0] == generation
             return self._results[1]
 
+    def waiting(self) -> set[int]:
+        """Replicas waiting at the current collective."""
+        with self._cond:
+            return set(self._arrived)
+
     def progressed(self) -> bool:
         """Whether a collective completed since the last call (for the caller's own timeout)."""
         with self._cond:

@@ -16,9 +16,9 @@ import jax
 import numpy as np
 
 from tpustrategy._src import config
-from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
-from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution import dispatch, host_values
 from tpustrategy._src.execution.runner import NeedsEager, ReplicaRunner
+from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.reduce import reduce_value
@@ -33,45 +33,6 @@ _NO_AXIS = object()
 # such code per replica, so ``run`` does too (the eager path), with a warning.
 _CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
                           jax.errors.TracerIntegerConversionError)
-
-
-def _agree_on_host_values(args: Any, kwargs: Any) -> None:
-    """Multi-host: per-replica values built on the host learn every replica's shape.
-
-    Each process holds only its replicas' components. One all-gather of their
-    shapes gives every process the job's per-replica shapes, so all of them
-    build the same (uniform or ragged) program.
-    """
-    host_built = [
-        leaf for leaf in regroup.flatten((args, kwargs))[0]
-        if isinstance(leaf, PerReplica) and not leaf.has_stacked and not leaf.is_traced
-    ]
-    if not host_built:
-        return
-    local = [np.shape(c) for leaf in host_built for c in leaf.values]
-    flat = np.asarray([len(local)] + [len(s) for s in local] + [d for s in local for d in s], np.int64)
-    sizes = across_processes.allgather(np.int64(flat.size))
-    width = int(sizes.max())
-    every = across_processes.allgather(np.pad(flat, (0, width - flat.size)))
-    per_process = []
-    for row in every:
-        count = int(row[0])
-        ranks = row[1:1 + count].tolist()
-        dims, shapes, pos = row[1 + count:], [], 0
-        for r in ranks:
-            shapes.append(tuple(int(d) for d in dims[pos:pos + r]))
-            pos += r
-        per_process.append(shapes)
-    if len({len(p) for p in per_process}) > 1:
-        raise ValueError(
-            "strategy.run: the processes of the job passed different numbers of per-replica components "
-            f"({[len(p) for p in per_process]}); every process must call run with the same structure."
-        )
-    offset = 0
-    for leaf in host_built:
-        k = len(leaf.values)
-        leaf.set_global_shapes([s for p in per_process for s in p[offset:offset + k]])
-        offset += k
 
 
 class ValueContext:
@@ -199,7 +160,7 @@ class Strategy:
             raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")
         with self._enter_for("run"):
             if across_processes.multi_process() and frames.current() is None:
-                _agree_on_host_values(args, kwargs)
+                host_values.agree_on_shapes((args, kwargs))
             if config.functions_run_eagerly() or self._runner.needs_eager(fn):
                 return self._runner.run_eagerly(fn, args, kwargs)
             try:
@@ -281,6 +242,9 @@ class Strategy:
         leaves0, treedef = jax.tree_util.tree_flatten(results[0])
         columns = [jax.tree_util.tree_flatten(r)[0] for r in results]
         grouped = [PerReplica([col[k] for col in columns]) for k in range(len(leaves0))]
+        split = self._placement_split()
+        for value in grouped:
+            value.set_home(split)
         return jax.tree_util.tree_unflatten(treedef, grouped)
 
     # Input ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ class _DefaultDistributionStrategy(Strategy):
     _is_default = True
 
     def __init__(self) -> None:
-        super().__init__((jax.devices()[0],))
+        super().__init__((jax.local_devices()[0],))
         self._default_replica_context = DefaultReplicaContext(self, 0)
 
     def run(self, fn: Any, args: Any = (), kwargs: Any = None, options: Any = None) -> Any:

@@ -8,10 +8,14 @@ true sizes; a value equal on every replica counts once per replica.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
@@ -34,7 +38,11 @@ def _axis(axis: Any, rank: int) -> int:
 
 
 def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) -> Any:
-    """Gathers one leaf (a distributed value, a variable, or a plain value)."""
+    """Gathers one leaf (a distributed value, a variable, or a plain value).
+
+    The concatenation is one jitted program whose result is replicated over the
+    strategy's devices, so every process of a multi-host job can read it.
+    """
     if getattr(value, "_tps_distributed_variable", False):
         value = value.read_value()
     if isinstance(value, Mirrored) or not isinstance(value, DistributedValues):
@@ -44,18 +52,35 @@ def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) 
     shapes = value.shapes
     a = _axis(axis, len(shapes[0]))
     stacked = value.stacked_array(split_sharding)
+    replicated = NamedSharding(split_sharding.mesh, P()) if split_sharding is not None else None
     if not value.is_ragged:
-        moved = jnp.moveaxis(stacked, 0, a)
-        shape = list(moved.shape)
-        merged = shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2:]
-        return moved.reshape(merged)
+        return _concatenated(stacked, a, replicated)
     for s in shapes:
         if s[:a] + s[a + 1:] != shapes[0][:a] + shapes[0][a + 1:]:
             raise ValueError(
                 f"strategy.gather: per-replica values must have equal shapes except along axis {a}; "
                 f"received shapes {[list(x) for x in shapes]}."
             )
-    parts = []
-    for r, s in enumerate(shapes):
-        parts.append(stacked[r][tuple(slice(0, d) for d in s)])
-    return jnp.concatenate(parts, axis=a)
+    return _ragged_concatenated(stacked, tuple(shapes), a, replicated)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _concatenate_stacked(stacked: Any, a: int, _: Any) -> Any:
+    moved = jnp.moveaxis(stacked, 0, a)
+    shape = list(moved.shape)
+    return moved.reshape(shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2:])
+
+
+def _concatenated(stacked: Any, a: int, replicated: Any) -> Any:
+    if replicated is None or isinstance(stacked, jax.core.Tracer):
+        return _concatenate_stacked(stacked, a, None)
+    return jax.jit(_concatenate_stacked, static_argnums=(1, 2), out_shardings=replicated)(stacked, a, None)
+
+
+def _ragged_concatenated(stacked: Any, shapes: tuple, a: int, replicated: Any) -> Any:
+    def body(x: Any) -> Any:
+        return jnp.concatenate([x[r][tuple(slice(0, d) for d in s)] for r, s in enumerate(shapes)], axis=a)
+
+    if replicated is None or isinstance(stacked, jax.core.Tracer):
+        return body(stacked)
+    return jax.jit(body, out_shardings=replicated)(stacked)

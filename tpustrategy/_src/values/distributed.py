@@ -43,7 +43,7 @@ class DistributedValues:
     """Base class of values with one component per replica."""
 
     __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
-                 "_force_ragged", "__weakref__")
+                 "_force_ragged", "_home", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -60,6 +60,7 @@ class DistributedValues:
         # Set when some replica of the job (maybe on another process) has a
         # component of another shape, so every process must treat the value as ragged.
         self._force_ragged = False
+        self._home = None  # the replica-axis sharding of the strategy that made it
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
@@ -72,6 +73,7 @@ class DistributedValues:
         obj._replicated = None
         obj._num_replicas = num_replicas
         obj._force_ragged = False
+        obj._home = None
         return obj
 
     @classmethod
@@ -147,6 +149,15 @@ class DistributedValues:
         self._shapes = shapes
         self._force_ragged = len(set(shapes)) > 1
 
+    def set_home(self, split_sharding: Any) -> None:
+        """Records the replica-axis sharding of the strategy that built the value (host-built values)."""
+        self._home = split_sharding
+
+    @property
+    def home(self) -> Any:
+        """The replica-axis sharding of the strategy that built the value, if recorded."""
+        return self._home
+
     @property
     def has_stacked(self) -> bool:
         return self._stacked is not None
@@ -156,8 +167,11 @@ class DistributedValues:
 
         Built once from the components and kept, so a host-built value passed
         again costs nothing. With ``sharding`` (the strategy's replica-axis
-        sharding) it is placed there; without, it is left on the host.
+        sharding, or the one recorded by ``set_home``) it is placed there;
+        without, it is left on the host.
         """
+        if sharding is None:
+            sharding = self._home
         stacked = self._stacked
         if stacked is not None:
             if sharding is None or _is_tracer(stacked) or stacked.sharding == sharding:

@@ -63,7 +63,10 @@ def read(var: Any) -> Any:
     if frame is not None:
         if frame.level == "replica":
             _check_strategy(var)
-            return frame.read(var, var._shape)
+            local = frame.read(var, var._shape)
+            if var._kind == SYNC_ON_READ and _in_merge_fn():
+                return _aggregate_traced(var, local)
+            return local
         value = frame.read(var, var._global_shape())
         return aggregate_read(var, value) if var._kind == SYNC_ON_READ else value
     ctx = _replica_context()
@@ -73,6 +76,24 @@ def read(var: Any) -> Any:
     if var._kind == SYNC_ON_READ:
         return aggregate_read(var, var._value)
     return var._value
+
+
+def _in_merge_fn() -> bool:
+    """Cross-replica context inside a replica trace: a ``merge_fn`` of the compiled path."""
+    entry = context.current_entry()
+    return entry is not None and entry.replica_context is None
+
+
+def _aggregate_traced(var: Any, local: Any) -> Any:
+    """A sync-on-read variable read in ``merge_fn`` of a compiled replica function: the aggregate."""
+    agg = var._aggregation
+    if agg is VariableAggregation.SUM:
+        return jax.lax.psum(local, REPLICA_AXIS)
+    if agg is VariableAggregation.MEAN:
+        return jax.lax.psum(local, REPLICA_AXIS) / var._strategy.num_replicas_in_sync
+    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        return jax.lax.all_gather(local, REPLICA_AXIS)[0]
+    return aggregate_read(var, local)  # raises TensorFlow's error for NONE
 
 
 def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
@@ -293,5 +314,5 @@ def _cross_replica_update(var: Any, method: str, value: Any) -> None:
         spec = P(REPLICA_AXIS) if var._kind == SYNC_ON_READ else P()
         new = jax.device_put(new, NamedSharding(var._strategy._mesh, spec))
     elif not isinstance(new, jax.core.Tracer):
-        new = jax.device_put(new, jax.devices()[0])
+        new = jax.device_put(new, jax.local_devices()[0])
     frames.set_global_value(var, new)

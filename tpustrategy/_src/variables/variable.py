@@ -59,6 +59,15 @@ class _VariableMeta(type):
         return var
 
 
+def _put_global(host: np.ndarray, sharding: Any) -> Any:
+    """A global array from a host value every process holds.
+
+    Built shard by shard (no cross-process equality check), so it also works
+    while a step is being traced on a multi-host job.
+    """
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
 def _initial_value(args: tuple, kwargs: dict) -> Any:
     value = args[0] if args else kwargs.get("initial_value")
     if callable(value):
@@ -137,7 +146,7 @@ class Variable(metaclass=_VariableMeta):
         self._strategy = strategy
         if strategy is None:
             self._kind = PLAIN
-            self._value = jax.device_put(value, jax.devices()[0])
+            self._value = jax.device_put(value, jax.local_devices()[0])
             return
         self._tps_distributed_variable = True
         if self._sync is VariableSynchronization.NONE:
@@ -156,10 +165,10 @@ class Variable(metaclass=_VariableMeta):
             self._kind = SYNC_ON_READ
             n = strategy.num_replicas_in_sync
             host = np.broadcast_to(np.asarray(value), (n,) + self._shape)
-            self._value = jax.device_put(host, NamedSharding(mesh, P(REPLICA_AXIS)))
+            self._value = _put_global(host, NamedSharding(mesh, P(REPLICA_AXIS)))
         else:
             self._kind = MIRRORED
-            self._value = jax.device_put(value, NamedSharding(mesh, P()))
+            self._value = _put_global(np.asarray(value), NamedSharding(mesh, P()))
 
     # Properties --------------------------------------------------------------------
     @property
