@@ -262,7 +262,7 @@ def main() -> None:
         tpsd_parse()
         compare("parse_example alone vs read + batch(1024) + parse_example (ours)",
                 lambda: sum(len(parse_example(b, spec)["label"]) for b in batches), parse_ours, "examples/s",
-                note="how much of the pipeline is parsing")
+                note="1/ratio = the share of the pipeline's time spent parsing")
         res = _common.side_by_side({"ours": rate(parse_ours), "tpsd": rate(tpsd_parse)}, reps)
         tf_p = tf_rates["parse"] if tf_rates else None
         versus_tf("read + batch(1024) + parse_example vs tf.data", res["ours"], tf_p, "examples/s")
