@@ -39,7 +39,6 @@ _common.setup_devices(8)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-import optax  # noqa: E402
 from _mlp import GLOBAL_BATCH, init_params, loss_fn  # noqa: E402
 
 import tpustrategy as tps  # noqa: E402
@@ -69,8 +68,18 @@ def pipeline(files: list[str]):
     return tpsd.TFRecordDataset(files).repeat().batch(GLOBAL_BATCH).map(lambda s: tpsd.parse_example(s, FEATURES))
 
 
+ROW_NAMES = ["TFRecord pipeline-fed vs device-resident train step",
+             "  process CPU time per step, pipeline-fed vs device-resident"] + [
+    f"  breakdown: {label} vs resident step" for label in (
+        "host pipeline alone (read+batch+parse)", "split + device_put of one parsed batch",
+        "calling thread inside next(iterator)")]
+
+
 def main() -> None:
     args = _common.parser(__doc__.splitlines()[0]).parse_args()
+    optax, missing = _common.optional_module("optax")
+    if optax is None:
+        _common.skip_all(ROW_NAMES, missing, args.json)
     strategy = tps.MirroredStrategy()
     n = strategy.num_replicas_in_sync
     tx = optax.sgd(LR)
@@ -166,23 +175,21 @@ def main() -> None:
             "host": lambda: _common.timed_sync(host_one, iters),
             "put": lambda: _common.timed_sync(put_one, iters),
         }, rounds)
-        iterator.close()
         losses = [float(np.asarray(strategy.experimental_local_results(x)[0])) for x in (pipe_one(), res_one())]
         assert all(np.isfinite(v) for v in losses), losses
+        iterator.close()
 
     res_median = statistics.median(res["res"])
     rows = [
-        _common.row("TFRecord pipeline-fed vs device-resident train step", res["pipe"], res["res"],
+        _common.row(ROW_NAMES[0], res["pipe"], res["res"],
                     "s/step", note="tps.function + next(iterator), pipelined; target <= 1.10"),
     ]
     extra_cpu = statistics.median(cpu["pipe"]) - statistics.median(cpu["res"])
-    rows.append(_common.row("  process CPU time per step, pipeline-fed vs device-resident", cpu["pipe"], cpu["res"],
+    rows.append(_common.row(ROW_NAMES[1], cpu["pipe"], cpu["res"],
                             "cpu-s/step", note=f"+{extra_cpu * 1e3:.2f} ms CPU/step; {os.cpu_count()} cores"))
     res["consumer"] = res_consumer
-    for key, label in (("host", "host pipeline alone (read+batch+parse)"),
-                       ("put", "split + device_put of one parsed batch"),
-                       ("consumer", "calling thread inside next(iterator)")):
-        rows.append(_common.row(f"  breakdown: {label} vs resident step", res[key], res["res"], "s/batch",
+    for key, name in zip(("host", "put", "consumer"), ROW_NAMES[2:]):
+        rows.append(_common.row(name, res[key], res["res"], "s/batch",
                                 note=f"{statistics.median(res[key]) / res_median:.1%} of a step"))
     _common.finish(rows, args.json)
 
