@@ -132,7 +132,7 @@ class Function:
             out_shardings = tuple(
                 [placement.split if k[0] == "per_replica" else placement.replicated
                  for k in traced.out_kinds if k[0] != "static"]
-                + [placement.split if v._kind == "sync_on_read" else placement.replicated for v in traced.written])
+                + [placement.variable_sharding(v) for v in traced.written])
         jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
                          out_shardings=out_shardings)
         program = Program(jitted, placement, split_flags(inputs.specs), traced.variables,

@@ -92,6 +92,65 @@ class DeviceAssignment:
         self._topology = topology
         self._core_assignment = assignment
         self._replicas_by_task = _replicas_by_task_and_core(topology, assignment)
+        self._jax_devices: np.ndarray | None = None  # set by from_devices
+
+    @classmethod
+    def from_devices(cls, devices: Any) -> DeviceAssignment:
+        """An assignment over any JAX devices: ``devices[r][c]`` runs logical core ``c`` of replica ``r``.
+
+        Works for CPU and GPU devices (and TPU devices in an order of your choosing).
+        The topology is a line of the devices in the order given: each JAX process is
+        a task, holding its devices in that order.
+
+        Args:
+          devices: a ``[num_replicas][num_cores_per_replica]`` grid of distinct
+            ``jax.Device`` objects (a nested list or an object array).
+
+        Raises:
+          ValueError: the grid is not rectangular, is empty, or repeats a device.
+        """
+        grid = np.empty((0, 0), dtype=object)
+        try:
+            rows = [list(row) for row in devices]
+            if rows and len({len(r) for r in rows}) == 1 and rows[0]:
+                grid = np.empty((len(rows), len(rows[0])), dtype=object)
+                for r, row in enumerate(rows):
+                    for c, d in enumerate(row):
+                        grid[r, c] = d
+        except TypeError:
+            pass
+        if grid.size == 0 or not all(hasattr(d, "process_index") and hasattr(d, "id") for d in grid.flat):
+            raise ValueError(
+                "DeviceAssignment.from_devices: `devices` must be a non-empty rectangular grid "
+                "[num_replicas][num_cores_per_replica] of jax.Device objects. "
+                f"Received: {devices!r:.200}.\nFix: e.g. np.array(jax.devices()).reshape(4, 2) for 4 "
+                "replicas of 2 cores."
+            )
+        flat = list(grid.flat)
+        if len({id(d) for d in flat}) != len(flat):
+            raise ValueError(
+                f"DeviceAssignment.from_devices: a device appears twice in the grid ({[str(d) for d in flat]}); "
+                "every logical core needs its own device."
+            )
+        tasks = sorted({d.process_index for d in flat})
+        per_task = {t: [d for d in flat if d.process_index == t] for t in tasks}
+        if len({len(v) for v in per_task.values()}) > 1:
+            raise ValueError(
+                "DeviceAssignment.from_devices: every process must hold the same number of the grid's devices; "
+                f"got {[len(per_task[t]) for t in tasks]} for processes {tasks}."
+            )
+        position = {id(d): i for i, d in enumerate(flat)}
+        coordinates = [[[position[id(d)], 0, 0, 0] for d in per_task[t]] for t in tasks]
+        topology = Topology(mesh_shape=[len(flat), 1, 1, 1], device_coordinates=coordinates)
+        assignment = np.asarray([[[position[id(d)], 0, 0, 0] for d in row] for row in grid], np.int32)
+        result = cls(topology, assignment)
+        result._jax_devices = grid
+        return result
+
+    @property
+    def jax_devices(self) -> np.ndarray | None:
+        """The ``[replicas, cores]`` grid of JAX devices, for an assignment made by ``from_devices``."""
+        return self._jax_devices
 
     @property
     def topology(self) -> Topology:

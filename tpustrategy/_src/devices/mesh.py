@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
 
 _DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<kind>[A-Za-z_]+):(?P<index>\d+)$")
 
@@ -63,6 +63,14 @@ def resolve_devices(devices: Sequence[Any] | None, api: str) -> tuple[jax.Device
     return resolved
 
 
-def replica_mesh(devices: Sequence[jax.Device]) -> Mesh:
-    """A 1-D mesh with axis ``"replica"`` over ``devices``."""
+def replica_mesh(devices: Sequence[jax.Device], core_grid: Any = None) -> Mesh:
+    """The strategy's mesh: axis ``"replica"`` over ``devices``, or over the rows of
+    ``core_grid`` (``[replicas, cores]``) with a second axis ``"core"`` when a replica
+    has several cores."""
+    if core_grid is not None and np.shape(core_grid)[1] > 1:
+        grid = np.empty(np.shape(core_grid), dtype=object)
+        for r, row in enumerate(core_grid):
+            for c, d in enumerate(row):
+                grid[r, c] = d
+        return Mesh(grid, (REPLICA_AXIS, CORE_AXIS))
     return Mesh(np.array(list(devices), dtype=object), (REPLICA_AXIS,))

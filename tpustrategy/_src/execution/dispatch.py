@@ -33,6 +33,19 @@ def _max_in_flight() -> int:
     return _limit
 
 
+def wait(arr: Any) -> None:
+    """Blocks on one program's result; a lost or stuck peer surfaces as the named tps error."""
+    try:
+        arr.block_until_ready()
+    except jax.errors.JaxRuntimeError as e:
+        from tpustrategy._src.cluster.health import translate
+
+        named = translate(e)
+        if named is e:
+            raise
+        raise named from e
+
+
 def track(outputs: Any) -> None:
     """Records one dispatched program (by any one of its array outputs)."""
     token = None
@@ -49,7 +62,7 @@ def track(outputs: Any) -> None:
         while len(_pending) > limit:
             oldest.append(_pending.popleft())
     for arr in oldest:
-        arr.block_until_ready()
+        wait(arr)
 
 
 def drain() -> None:
@@ -58,4 +71,4 @@ def drain() -> None:
         pending = list(_pending)
         _pending.clear()
     for arr in pending:
-        arr.block_until_ready()
+        wait(arr)

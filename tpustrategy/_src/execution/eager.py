@@ -31,7 +31,7 @@ from tpustrategy._src.execution.program import Placement
 from tpustrategy._src.replica.context import EagerReplicaContext
 from tpustrategy._src.replica.rendezvous import MISMATCH_MESSAGE, Rendezvous
 from tpustrategy._src.strategy import context
-from tpustrategy._src.values import regroup
+from tpustrategy._src.values import mesh_axis, regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
 
@@ -132,10 +132,22 @@ def _on_device(x: Any, device: Any) -> Any:
 
 
 def place_results(strategy: Any, tree: Any) -> Any:
-    """Eager results placed like compiled ones: one array over the mesh per distributed leaf."""
+    """Eager results placed like compiled ones: one array over the mesh per distributed leaf.
+
+    Every device of the mesh gets its replica's component (a replica with several
+    cores holds a copy on each of them).
+    """
     placement = Placement.of(strategy)
-    devices = strategy._local_devices
+    mesh = strategy.mesh
+    offset = strategy._replica_offset
     n = strategy.num_replicas_in_sync
+
+    def shards_for(sharding: Any, pieces: list[Any], shape: tuple[int, ...]) -> list[Any]:
+        out = []
+        for device in sharding.addressable_devices:
+            replica = mesh_axis.device_position(mesh, device)[0]
+            out.append(jax.device_put(pieces[replica - offset], device))
+        return out
 
     def place(leaf: Any) -> Any:
         if not isinstance(leaf, DistributedValues):
@@ -143,22 +155,24 @@ def place_results(strategy: Any, tree: Any) -> Any:
         components = leaf.values
         if not all(isinstance(c, (jax.Array, np.ndarray, np.generic)) for c in components):
             return leaf
-        if any(np.asarray(c).dtype == object if isinstance(c, np.ndarray) else False for c in components):
+        if any(isinstance(c, np.ndarray) and c.dtype == object for c in components):
             return leaf
         shapes = [tuple(np.shape(c)) for c in components]
         if isinstance(leaf, Mirrored) and len(set(shapes)) == 1:
-            shards = [_on_device(c, d) for c, d in zip(components, devices)]
+            pieces = [_on_device(c, d) for c, d in zip(components, strategy._local_devices)]
+            shards = shards_for(placement.replicated, pieces, shapes[0])
             return Mirrored.from_replicated(
                 jax.make_array_from_single_device_arrays(shapes[0], placement.replicated, shards), n)
         target = tuple(max(d) for d in zip(*shapes)) if shapes[0] else ()
-        shards = []
-        for c, d in zip(components, devices):
+        pieces = []
+        for c, d in zip(components, strategy._local_devices):
             with jax.default_device(d):
                 c = jax.numpy.asarray(_on_device(c, d))
                 if tuple(c.shape) != target:
                     c = jax.numpy.pad(c, [(0, t - s) for t, s in zip(target, c.shape)])
-                shards.append(jax.device_put(c.reshape((1,) + target), d))
-        stacked = jax.make_array_from_single_device_arrays((n,) + target, placement.split, shards)
+                pieces.append(jax.device_put(c.reshape((1,) + target), d))
+        stacked = jax.make_array_from_single_device_arrays(
+            (n,) + target, placement.split, shards_for(placement.split, pieces, (1,) + target))
         return type(leaf).from_stacked(stacked, shapes if len(set(shapes)) > 1 else None)
 
     return jax.tree_util.tree_map(place, tree, is_leaf=lambda x: isinstance(x, DistributedValues))

@@ -47,6 +47,7 @@ def pure_primitives() -> frozenset[str]:
         except ImportError:  # a module JAX moved: its primitives count as unknown (varying)
             continue
         names.update(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
+    names.add("tps_core_sharding")  # execution.evaluate's layout annotation (an identity)
     return frozenset(names - _NOT_PURE)
 
 

@@ -51,27 +51,37 @@ class Placement:
         return cached
 
     def put(self, x: Any, split: bool) -> Any:
+        return self.put_to(x, self.split if split else self.replicated)
+
+    def put_to(self, x: Any, target: Any) -> Any:
         if _is_tracer(x):
             return x
-        target = self.split if split else self.replicated
         if isinstance(x, jax.Array):
             if x.sharding == target:
                 return x
-            if not split and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated and \
-                    x.sharding.device_set == target.device_set:
+            if target is self.replicated and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated \
+                    and x.sharding.device_set == target.device_set:
                 return x
-        if not split and not target.is_fully_addressable:
+        if target is self.replicated and not target.is_fully_addressable:
             # Multi-host: a value every process holds (a plain variable, a broadcast
             # argument) becomes one array replicated over the whole job.
             host = np.asarray(x)
             return jax.make_array_from_process_local_data(target, host, host.shape)
         return jax.device_put(x, target)
 
+    def variable_sharding(self, var: Any) -> Any:
+        """Where a variable lives: split over replicas (sync-on-read), over a replica's cores
+        (split with ``experimental_split_to_logical_devices``), or replicated."""
+        if var._kind == "sync_on_read":
+            return self.split
+        spec = getattr(var, "_core_spec", None)
+        return NamedSharding(self.replicated.mesh, spec) if spec is not None else self.replicated
+
     def put_variable(self, var: Any) -> Any:
         value = frames.global_value(var)
         if _is_tracer(value):
             return value
-        return self.put(value, var._kind == "sync_on_read")
+        return self.put_to(value, self.variable_sharding(var))
 
 
 @dataclass

@@ -38,10 +38,12 @@ import numpy as np
 from jax.extend import core as jcore
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.execution import invariance, uniform
+from tpustrategy._src.execution import evaluate, invariance, uniform
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
+from tpustrategy._src.execution.uniform import keep_layout, manual_axes
+from tpustrategy._src.values import mesh_axis
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 # Cross-replica communication (everything in lax.parallel except axis_index).
@@ -206,12 +208,8 @@ def _varying(flat: Flat, in_varying: list[bool], differs: list[bool]) -> dict[Ke
     return varying
 
 
-def _eval(fe: FlatEqn, values: list[Any]) -> list[Any]:
-    eqn = fe.eqn
-    params = eqn.primitive.get_bind_params(eqn.params)
-    with eqn.ctx.manager:
-        ans = eqn.primitive.bind(*values, **params)
-    return list(ans) if eqn.primitive.multiple_results else [ans]
+def _eval(fe: FlatEqn, values: list[Any], mesh: Any = None) -> list[Any]:
+    return evaluate.bind(fe.eqn, values, mesh)
 
 
 def _pad_to(x: Any, shape: tuple[int, ...]) -> Any:
@@ -316,7 +314,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
                 return env[a[1]] if a[0] == "var" else a[1]
 
             for fe in flat.eqns[lo:hi]:
-                env.update(zip(fe.outs, _eval(fe, [read(a) for a in fe.ins])))
+                env.update(zip(fe.outs, _eval(fe, [read(a) for a in fe.ins], core_mesh)))
             result = []
             for k in seg_out[si]:
                 value = env[k] if k in env else jnp.asarray(materialised[k][cls])
@@ -326,6 +324,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
         return run
 
     num_classes = len(flats)
+    core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
     table = np.asarray(class_of, np.int32)
     dyn_split = split_flags(inputs.specs)
     in_split = dyn_split + [uniform.is_split_variable(v) for v in traces[0].variables]
@@ -350,13 +349,14 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
                 values = [env[a[1]] if a[0] == "var" else a[1] for a in coll_ins[c]]
                 env.update(zip(fe.outs, _eval(fe, values)))
         results = [env[a[1]] if a[0] == "var" else jnp.asarray(a[1]) for a in outs]
+        results = results[:n_out] + keep_layout(traces[0].written, results[n_out:], strategy.mesh)
         return tuple(r[None] if s else r for r, s in zip(results, out_split))
 
     mapped = jax.shard_map(
         program, mesh=strategy.mesh,
         in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
         out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
-        check_vma=False,
+        check_vma=False, **manual_axes(strategy),
     )
     out_kinds = []
     flags = iter(zip(out_var[:n_out], outs[:n_out]))

@@ -15,16 +15,34 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.execution import invariance
+from tpustrategy._src.execution import evaluate, invariance
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
+from tpustrategy._src.values import mesh_axis
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import updates
 
 
 def is_split_variable(var: Any) -> bool:
     return var._kind == "sync_on_read"
+
+
+def manual_axes(strategy: Any) -> dict[str, Any]:
+    """With several cores per replica, the program is manual over the replicas only:
+    XLA partitions each replica's work over its cores."""
+    if mesh_axis.has_cores(strategy.mesh):
+        return {"axis_names": frozenset({REPLICA_AXIS})}
+    return {}
+
+
+def keep_layout(variables: list[Any], values: list[Any], mesh: Any) -> list[Any]:
+    """Written variables split over a replica's cores stay split (a sharding constraint)."""
+    out = []
+    for var, value in zip(variables, values):
+        spec = getattr(var, "_core_spec", None)
+        out.append(value if spec is None else evaluate.constrain(value, spec))
+    return out
 
 
 def check_written(traced: Traced, written_varying: list[bool], num_replicas: int) -> None:
@@ -52,16 +70,19 @@ def build(traced: Traced, inputs: Inputs, strategy: Any, name: str) -> Program:
     results_varying = out_varying[:n_out] if n > 1 else [False] * n_out
     out_split = results_varying + [is_split_variable(v) for v in traced.written]
 
+    core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
+
     def program(*flat_global: Any) -> tuple[Any, ...]:
         local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
-        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *local)
+        outs = evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh)
+        outs = outs[:n_out] + keep_layout(traced.written, outs[n_out:], strategy.mesh)
         return tuple(o[None] if split else o for o, split in zip(outs, out_split))
 
     mapped = jax.shard_map(
         program, mesh=strategy.mesh,
         in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
         out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
-        check_vma=False,
+        check_vma=False, **manual_axes(strategy),
     )
     return Program(jax.jit(mapped), Placement.of(strategy), dyn_split, traced.variables, traced.written,
                    traced.out_treedef, output_kinds(traced, results_varying), n, name,

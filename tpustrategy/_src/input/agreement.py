@@ -68,6 +68,11 @@ class StepAgreement:
             try:
                 rows.append(json.loads(client.blocking_key_value_get(key, self._timeout_ms)))
             except Exception as e:  # the coordination service's deadline (a JaxRuntimeError)
+                from tpustrategy._src.cluster import health
+
+                monitor = health.current()
+                if monitor is not None and monitor.fault is not None:
+                    raise monitor.fault.exception() from e
                 if "deadline" not in str(e).lower() and "timed out" not in str(e).lower():
                     raise
                 raise DeadlineExceededError(

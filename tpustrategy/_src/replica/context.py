@@ -97,6 +97,12 @@ class ReplicaContext:
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
         return self._merge_call(merge_fn, tuple(args), dict(kwargs or {}))
 
+    def experimental_logical_device(self, logical_device_id: int) -> Any:
+        """Accepted and validated: under SPMD partitioning XLA places the replica's work on its cores."""
+        from tpustrategy._src.strategy.logical_devices import logical_device_scope
+
+        return logical_device_scope(self._strategy, logical_device_id)
+
     # Subclass hooks --------------------------------------------------------------
     def _all_reduce_leaves(self, op: ReduceOp, leaves: list[Any]) -> list[Any]:
         raise NotImplementedError  # overridden by every concrete context

@@ -65,13 +65,15 @@ class Strategy:
     _is_default = False
 
     def __init__(self, devices: Sequence[jax.Device], *, replica_offset: int = 0,
-                 local_devices: Sequence[jax.Device] | None = None):
+                 local_devices: Sequence[jax.Device] | None = None, core_grid: Any = None):
         from tpustrategy._src.devices.mesh import replica_mesh
 
+        # One device per replica (its logical core 0 when it has several cores).
         self._devices = tuple(devices)
         self._local_devices = tuple(local_devices if local_devices is not None else devices)
         self._replica_offset = replica_offset
-        self._mesh = replica_mesh(self._devices)
+        self._mesh = replica_mesh(self._devices, core_grid)
+        self._num_cores = int(np.shape(core_grid)[1]) if core_grid is not None else 1
         self._runner = ReplicaRunner(self)
         self._scope_depth = 0
 
@@ -83,8 +85,14 @@ class Strategy:
 
     @property
     def mesh(self) -> jax.sharding.Mesh:
-        """The ``jax.sharding.Mesh`` (axis ``"replica"``) the strategy runs on."""
+        """The ``jax.sharding.Mesh`` the strategy runs on: axis ``"replica"``, and ``"core"``
+        when each replica has several cores."""
         return self._mesh
+
+    @property
+    def num_cores_per_replica(self) -> int:
+        """Logical cores (devices) per replica: 1, or ``DeviceAssignment.num_cores_per_replica``."""
+        return self._num_cores
 
     @property
     def extended(self) -> Any:

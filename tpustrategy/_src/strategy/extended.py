@@ -81,6 +81,12 @@ class StrategyExtended:
     def call_for_each_replica(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None) -> Any:
         return self._strategy.run(fn, args, kwargs)
 
+    def experimental_logical_device(self, logical_device_id: int) -> Any:
+        """Accepted and validated: under SPMD partitioning XLA places variables on the cores."""
+        from tpustrategy._src.strategy.logical_devices import logical_device_scope
+
+        return logical_device_scope(self._strategy, logical_device_id)
+
     def value_container(self, value: Any) -> Any:
         return value
 

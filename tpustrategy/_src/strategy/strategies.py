@@ -11,6 +11,7 @@ import jax
 from tpustrategy._src.devices.mesh import resolve_device, resolve_devices
 from tpustrategy._src.strategy.base import Strategy
 from tpustrategy._src.strategy.communication import check_cross_device_ops
+from tpustrategy._src.strategy.logical_devices import LogicalDevices
 
 logger = logging.getLogger("tpustrategy")
 _logged_no_tpu = False
@@ -39,7 +40,7 @@ class OneDeviceStrategy(Strategy):
         super().__init__((resolve_device(device, "OneDeviceStrategy"),))
 
 
-class TPUStrategy(Strategy):
+class TPUStrategy(LogicalDevices, Strategy):
     """Synchronous data parallelism over every TPU core of the job.
 
     Without TPUs it runs over the default backend's devices (GPU or CPU) and
@@ -48,12 +49,18 @@ class TPUStrategy(Strategy):
     Args:
       tpu_cluster_resolver: a ``TPUClusterResolver`` (optional; JAX finds the
         TPU cores of a Cloud TPU VM itself).
-      device_assignment: an optional ``DeviceAssignment``; its replicas'
-        logical-core-0 devices become the replicas.
+      device_assignment: an optional ``DeviceAssignment``. With
+        ``num_cores_per_replica = C > 1`` every replica spans C devices: the mesh
+        has axes ``("replica", "core")``, replica functions run manual over the
+        replicas and XLA partitions each replica's work over its cores
+        (``experimental_split_to_logical_devices`` and friends place tensors).
+      experimental_spmd_xla_partitioning: TensorFlow's switch for SPMD
+        partitioning; partitioning here is always SPMD, and with it set
+        ``experimental_assign_to_logical_device`` raises, as in TensorFlow.
     """
 
     def __init__(self, tpu_cluster_resolver: Any = None, device_assignment: Any = None,
-                 experimental_device_assignment: Any = None):
+                 experimental_device_assignment: Any = None, experimental_spmd_xla_partitioning: bool = False):
         global _logged_no_tpu
         self._tpu_cluster_resolver = tpu_cluster_resolver
         self._cluster_resolver = tpu_cluster_resolver
@@ -71,13 +78,17 @@ class TPUStrategy(Strategy):
                     "TPUStrategy: no TPU found; running over %d %s device(s) of JAX's default "
                     "backend instead.", len(devices), devices[0].platform.upper()
                 )
+        grid = None
         if assignment is not None:
-            devices = _devices_of_assignment(assignment, devices)
+            grid = _devices_of_assignment(assignment, devices)
+            devices = [row[0] for row in grid]
         process = jax.process_index()
         local = [d for d in devices if d.process_index == process]
         offset = next(i for i, d in enumerate(devices) if d.process_index == process)
-        super().__init__(devices, replica_offset=offset, local_devices=local)
+        super().__init__(devices, replica_offset=offset, local_devices=local,
+                         core_grid=grid if grid is not None and len(grid[0]) > 1 else None)
         self._device_assignment = assignment
+        self._spmd = bool(experimental_spmd_xla_partitioning)
 
 
 class MultiWorkerMirroredStrategy(Strategy):
@@ -148,10 +159,11 @@ def _check_tpu_resolver(resolver: Any, has_tpu: bool) -> None:
         )
 
 
-def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[Any]:
-    """The logical-core-0 device of every replica of a ``DeviceAssignment``.
+def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[list[Any]]:
+    """The ``[replicas][cores]`` grid of devices of a ``DeviceAssignment``.
 
-    A replica's core is named by (task, TPU ordinal within the task); task t is
+    An assignment made by ``DeviceAssignment.from_devices`` names its devices.
+    Otherwise a core is named by (task, TPU ordinal within the task); task t is
     JAX process t, whose devices are numbered in ``id`` order. Without that many
     processes (fake CPU devices, one process), task t's devices are taken as the
     t-th block of ``num_tpus_per_task`` devices, modulo the device count.
@@ -162,24 +174,32 @@ def _devices_of_assignment(assignment: Any, devices: list[Any]) -> list[Any]:
             "TPUStrategy: `device_assignment` must be a tps.tpu.DeviceAssignment (with a "
             f"positive num_replicas). Received: {assignment!r}."
         )
+    named = getattr(assignment, "jax_devices", None)
+    if named is not None:
+        return [list(row) for row in named]
+    cores = assignment.num_cores_per_replica
     topology = assignment.topology
     per_task = topology.num_tpus_per_task
     by_process: dict[int, list[Any]] = {}
     for d in sorted(devices, key=lambda d: d.id):
         by_process.setdefault(d.process_index, []).append(d)
-    picked = []
+    grid = []
     for r in range(num_replicas):
-        task = topology.task_ordinal_at_coordinates(assignment.coordinates(r, 0))
-        ordinal = assignment.tpu_ordinal(r, 0)
-        if len(by_process) > 1 and task in by_process:
-            local = by_process[task]
-            picked.append(local[ordinal % len(local)])
-        else:
-            picked.append(devices[(task * per_task + ordinal) % len(devices)])
-    if len(set(picked)) != num_replicas:
+        row = []
+        for c in range(cores):
+            task = topology.task_ordinal_at_coordinates(assignment.coordinates(r, c))
+            ordinal = assignment.tpu_ordinal(r, c)
+            if len(by_process) > 1 and task in by_process:
+                local = by_process[task]
+                row.append(local[ordinal % len(local)])
+            else:
+                row.append(devices[(task * per_task + ordinal) % len(devices)])
+        grid.append(row)
+    flat = [d for row in grid for d in row]
+    if len(set(flat)) != len(flat):
         raise ValueError(
-            f"TPUStrategy: the device assignment asks for {num_replicas} replicas but only "
-            f"{len(devices)} devices are available (replicas would share a device).\nFix: build "
-            "the assignment with num_replicas <= the number of devices."
+            f"TPUStrategy: the device assignment asks for {num_replicas} replicas x {cores} cores but only "
+            f"{len(devices)} devices are available (logical cores would share a device).\nFix: build the "
+            "assignment with num_replicas * num_cores_per_replica <= the number of devices."
         )
-    return picked
+    return grid

@@ -280,7 +280,9 @@ class Mirrored(DistributedValues):
         if self._values is None and self._replicated is not None:
             arr = self._replicated
             if isinstance(arr, jax.Array) and not _is_tracer(arr) and len(arr.sharding.device_set) > 1:
-                shards = sorted(arr.addressable_shards, key=lambda s: _device_order(arr, s))
+                # One shard per replica (a replica with several cores holds a copy on each).
+                shards = sorted((s for s in arr.addressable_shards if _core_of(arr, s) == 0),
+                                key=lambda s: _device_order(arr, s))
                 self._values = tuple(s.data for s in shards)
             else:
                 self._values = (arr,) * self._local_count()
@@ -312,6 +314,13 @@ def _device_order(arr: jax.Array, shard: Any) -> int:
     return mesh_axis.device_index(mesh, shard.device)
 
 
+def _core_of(arr: jax.Array, shard: Any) -> int:
+    mesh = getattr(arr.sharding, "mesh", None)
+    if mesh is None or not mesh_axis.has_cores(mesh):
+        return 0
+    return mesh_axis.device_position(mesh, shard.device)[1]
+
+
 def _unstack(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[Any, ...]:
     def trim(x: Any, i: int) -> Any:
         if shapes is None or tuple(x.shape) == shapes[i]:
@@ -321,13 +330,29 @@ def _unstack(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[Any, ...]:
     if _is_tracer(stacked):
         return tuple(trim(stacked[i], i) for i in range(stacked.shape[0]))
     if isinstance(stacked, jax.Array) and len(stacked.sharding.device_set) > 1:
-        shards = sorted(stacked.addressable_shards, key=lambda s: s.index[0].start or 0)
+        shards = sorted((s for s in stacked.addressable_shards if _core_of(stacked, s) == 0),
+                        key=lambda s: s.index[0].start or 0)
         out = []
         for s in shards:
             i = s.index[0].start or 0
-            out.append(trim(s.data.reshape(s.data.shape[1:]), i))
+            piece = s.data
+            if piece.shape[0] == 1 and _core_of(stacked, s) == 0 and not _whole_rows(stacked, s):
+                piece = _gather_cores(stacked, i)
+            out.append(trim(piece.reshape(piece.shape[1:]), i))
         return tuple(out)
     return tuple(trim(stacked[i], i) for i in range(len(stacked)))
+
+
+def _whole_rows(stacked: jax.Array, shard: Any) -> bool:
+    """Whether the shard holds its replica's whole component (not split over the replica's cores)."""
+    return tuple(shard.data.shape[1:]) == tuple(stacked.shape[1:])
+
+
+def _gather_cores(stacked: jax.Array, replica: int) -> Any:
+    """A replica's component split over its cores, assembled on its first core."""
+    mesh = stacked.sharding.mesh
+    device = mesh.devices[replica, 0]
+    return jax.device_put(stacked[replica:replica + 1], device)
 
 
 def is_distributed(x: Any) -> bool:
