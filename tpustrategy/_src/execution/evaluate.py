@@ -91,7 +91,7 @@ def bind(eqn: Any, values: list[Any], mesh: Any = None) -> list[Any]:
         return [constrain(values[0], eqn.params["spec"]) if mesh is not None else values[0]]
     if mesh is not None and name in _CALLS:
         inner = eqn.params.get(_CALLS[name])
-        if isinstance(inner, jcore.ClosedJaxpr) and _has_constraint(inner.jaxpr):
+        if isinstance(inner, jcore.ClosedJaxpr):
             return eval_jaxpr(inner.jaxpr, inner.consts, *values, mesh=mesh)
     params = eqn.primitive.get_bind_params(eqn.params)
     if mesh is not None:
@@ -106,7 +106,7 @@ def bind(eqn: Any, values: list[Any], mesh: Any = None) -> list[Any]:
 
 def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None) -> list[Any]:
     """``jax.core.eval_jaxpr``, re-applying core-sharding annotations on ``mesh``."""
-    if mesh is None or not _has_constraint(jaxpr):
+    if mesh is None:
         return jax.core.eval_jaxpr(jaxpr, consts, *args)
     env: dict[Any, Any] = {}
 
