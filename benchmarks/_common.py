@@ -14,7 +14,7 @@ one of two modes, the same on both sides of a row:
 ``side_by_side`` interleaves the sides of a row round by round (rotating which goes
 first), and ``row`` reports medians, spreads (min..max) and the paired ratio (the
 median of the per-round ratios ours/baseline, robust to the machine's speed drifting
-between rounds). A row whose optional dependency is missing is ``skipped_row``; any
+between rounds) with its interquartile range and min..max. A row whose optional dependency is missing is ``skipped_row``; any
 other failure must propagate (``run_all.py`` then fails the run).
 """
 
@@ -163,6 +163,14 @@ def paired_ratios(ours: list[float], baseline: list[float]) -> list[float]:
     return [o / b for o, b in zip(ours, baseline)]
 
 
+def quartiles(xs: list[float]) -> list[float]:
+    """The first and third quartiles (both the value itself for one round)."""
+    if len(xs) < 2:
+        return [xs[0], xs[0]]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return [q[0], q[2]]
+
+
 def row(
     name: str,
     ours: list[float],
@@ -189,6 +197,7 @@ def row(
         "ratio": mo / mb if mb else float("nan"),
         "paired_ratio": statistics.median(pr) if pr else None,
         "paired_ratio_spread": [min(pr), max(pr)] if pr else None,
+        "paired_ratio_iqr": quartiles(pr) if pr else None,
         "rounds": len(ours),
         "unit": unit,
         "higher_is_better": higher_is_better,
@@ -201,7 +210,7 @@ def skipped_row(name: str, reason: str, unit: str = "") -> dict[str, Any]:
     """A row that could not be measured because an optional dependency is missing."""
     return {
         "name": name, "ours": None, "ours_spread": None, "baseline": None, "baseline_spread": None,
-        "ratio": None, "paired_ratio": None, "paired_ratio_spread": None, "rounds": 0,
+        "ratio": None, "paired_ratio": None, "paired_ratio_spread": None, "paired_ratio_iqr": None, "rounds": 0,
         "unit": unit, "higher_is_better": False, "note": f"skipped ({reason})", "skipped": reason,
     }
 
@@ -234,7 +243,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         paired = "not interleaved"
         if r["paired_ratio"] is not None:
             lo, hi = r["paired_ratio_spread"]
-            paired = f"{r['paired_ratio']:.3f} [{lo:.3f}..{hi:.3f}]"
+            q1, q3 = r["paired_ratio_iqr"]
+            paired = f"{r['paired_ratio']:.3f} (IQR {q1:.3f}..{q3:.3f}; range {lo:.3f}..{hi:.3f})"
         print(
             f"{r['name']:<58} ours {_fmt(r['ours']):>10} {spread_o:<22} "
             f"baseline {_fmt(r['baseline']):>10} {spread_b:<22} ratio {r['ratio']:.3f} "

@@ -18,8 +18,9 @@ still run, and this command exits with status 1 after naming the failed scripts.
 Columns: medians of each side's rounds; spread = (max - min) / median of a side's
 rounds; ratio = ours / baseline of the medians; paired = the median of the
 per-round ratios ours / baseline (the sides run interleaved, so each round's ratio
-sees the same machine load) with their min..max; "-" where the baseline ran in
-another process. See each row's unit for which way is better.
+sees the same machine load; on a shared machine this is the figure to quote), with
+their interquartile range and min..max; "-" where the baseline ran in another
+process. See each row's unit for which way is better.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(ROOT, "bench_results")
 DEFAULT_TF_PYTHON = "/tmp/tfvenv/bin/python"
-COLUMNS = ("benchmark", "ours", "spread", "baseline", "spread", "ratio", "paired [min..max]", "unit", "note")
-NUMERIC = {1, 2, 3, 4, 5, 6}
+COLUMNS = ("benchmark", "ours", "spread", "baseline", "spread", "ratio", "paired", "paired IQR", "paired range",
+           "unit", "note")
+NUMERIC = {1, 2, 3, 4, 5, 6, 7, 8}
 
 
 def scripts() -> list[str]:
@@ -106,7 +108,7 @@ def run_script(script: str, quick: bool, tf_python: str | None, timeout: float,
     if error is not None:
         rows = [{"script": script, "name": f"FAILED: {error}", "ours": None, "ours_spread": None,
                  "baseline": None, "baseline_spread": None, "ratio": None, "paired_ratio": None,
-                 "paired_ratio_spread": None, "unit": "", "higher_is_better": False,
+                 "paired_ratio_spread": None, "paired_ratio_iqr": None, "unit": "", "higher_is_better": False,
                  "note": f"see {status['log']}", "skipped": None, "error": True}]
     return rows, status
 
@@ -137,6 +139,7 @@ def normalise(script: str, r: dict[str, Any]) -> dict[str, Any]:
         "ratio": ratio,
         "paired_ratio": r.get("paired_ratio"),
         "paired_ratio_spread": r.get("paired_ratio_spread"),
+        "paired_ratio_iqr": r.get("paired_ratio_iqr"),
         "rounds": r.get("rounds"),
         "unit": r.get("unit", ""),
         "higher_is_better": bool(r.get("higher_is_better", False)),
@@ -193,12 +196,13 @@ def _pct(x: Any) -> str:
 def cells(r: dict[str, Any]) -> list[str]:
     unit = r["unit"] + (" (higher better)" if r["higher_is_better"] else "")
     ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
-    paired = "-"
+    paired = iqr = full = "-"
     if r.get("paired_ratio") is not None:
-        lo, hi = r["paired_ratio_spread"]
-        paired = f"{r['paired_ratio']:.3f} [{lo:.2f}..{hi:.2f}]"
+        paired = f"{r['paired_ratio']:.3f}"
+        iqr = "{:.2f}..{:.2f}".format(*r["paired_ratio_iqr"])
+        full = "{:.2f}..{:.2f}".format(*r["paired_ratio_spread"])
     return [f"{r['script'].removesuffix('.py')}: {r['name'].strip()}", _num(r["ours"]), _pct(r["ours_spread"]),
-            _num(r["baseline"]), _pct(r["baseline_spread"]), ratio, paired, unit, r["note"]]
+            _num(r["baseline"]), _pct(r["baseline_spread"]), ratio, paired, iqr, full, unit, r["note"]]
 
 
 def header_lines(meta: dict[str, Any]) -> list[str]:
@@ -209,7 +213,8 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         f"mode: {'quick' if meta['quick'] else 'default'}; tf python: {meta['tf_python'] or 'none'}; "
         f"total {meta['total_s']:.0f} s ({', '.join(f'{s}: {t:.0f} s' for s, t in meta['script_s'].items())})",
         "spread = (max - min) / median of a side's rounds; ratio = ours / baseline (medians); "
-        "paired = median [min..max] of the per-round ratios ours / baseline",
+        "paired = median of the per-round ratios ours / baseline (sides interleaved in each round), "
+        "with their interquartile range and min..max",
     ]
 
 

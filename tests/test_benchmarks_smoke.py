@@ -26,7 +26,7 @@ import tpustrategy as tps
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
 KEYS = {"name", "ours", "ours_spread", "baseline", "baseline_spread", "ratio", "paired_ratio",
-        "paired_ratio_spread", "rounds", "unit", "higher_is_better", "note", "skipped"}
+        "paired_ratio_spread", "paired_ratio_iqr", "rounds", "unit", "higher_is_better", "note", "skipped"}
 
 sys.path.insert(0, BENCH)
 import _common  # noqa: E402
@@ -48,11 +48,12 @@ def test_tiny_step_quick_writes_rows_with_every_key_and_positive_numbers(tmp_pat
         assert row["skipped"] is None
         for key in ("ours", "baseline", "ratio", "paired_ratio"):
             assert math.isfinite(row[key]) and row[key] > 0, (key, row)
-        for key in ("ours_spread", "baseline_spread", "paired_ratio_spread"):
+        for key in ("ours_spread", "baseline_spread", "paired_ratio_spread", "paired_ratio_iqr"):
             lo, hi = row[key]
             assert 0 < lo <= hi, (key, row)
         assert row["ours_spread"][0] <= row["ours"] <= row["ours_spread"][1]
-        assert row["paired_ratio_spread"][0] <= row["paired_ratio"] <= row["paired_ratio_spread"][1]
+        lo, q1, q3, hi = *row["paired_ratio_spread"][:1], *row["paired_ratio_iqr"], row["paired_ratio_spread"][1]
+        assert lo <= q1 <= row["paired_ratio"] <= q3 <= hi, row
         assert math.isclose(row["ratio"], row["ours"] / row["baseline"], rel_tol=1e-9)
         run_all.normalise("tiny_step.py", row)  # the table accepts it
 
