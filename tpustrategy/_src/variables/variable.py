@@ -221,6 +221,11 @@ class Variable(metaclass=_VariableMeta):
             return PerReplica.from_stacked(value).values
         return Mirrored.from_replicated(value, self._strategy.num_replicas_in_sync).values
 
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """The local replicas' components (``MirroredVariable.values``); ``(value,)`` for a plain variable."""
+        return self._local_components()
+
     # Reads -------------------------------------------------------------------------------
     def value(self) -> Any:
         """The value in the current context (see ``read_value``)."""
