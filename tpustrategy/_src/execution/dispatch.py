@@ -48,14 +48,17 @@ def wait(arr: Any) -> None:
 
 def track(outputs: Any) -> None:
     """Records one dispatched program (by any one of its array outputs)."""
-    token = None
     for leaf in jax.tree_util.tree_leaves(outputs):
         if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer):
-            token = leaf
-            break
-    if token is None:
+            track_array(leaf)
+            return
+
+
+def track_array(token: Any) -> None:
+    """Records one dispatched program by one of its output arrays (tracers are ignored)."""
+    if not isinstance(token, jax.Array) or isinstance(token, jax.core.Tracer):
         return
-    limit = _max_in_flight()
+    limit = _limit if _limit is not None else _max_in_flight()
     oldest = []
     with _lock:
         _pending.append(token)

@@ -28,8 +28,11 @@ from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
 
 
+_Tracer = jax.core.Tracer
+
+
 def _is_tracer(x: Any) -> bool:
-    return isinstance(x, jax.core.Tracer)
+    return isinstance(x, _Tracer)
 
 
 @dataclass
@@ -117,7 +120,8 @@ class Program:
                 "new values would be tracers that escape the transformation.\nFix: use @tps.function instead "
                 "of @jax.jit around strategy.run, or pass the state as arguments and return it."
             )
-        dispatch.track(outs)
+        if outs:
+            dispatch.track_array(outs[0])
         n_written = len(self.written)
         if n_written:
             for var, new in zip(self.written, outs[len(outs) - n_written:]):
