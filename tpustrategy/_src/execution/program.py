@@ -27,7 +27,6 @@ from tpustrategy._src.values.distributed import Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
 
-
 _Tracer = jax.core.Tracer
 
 
