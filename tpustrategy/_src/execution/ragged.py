@@ -36,13 +36,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
-from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import evaluate, invariance, uniform
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
-from tpustrategy._src.execution.uniform import keep_layout, manual_axes
+from tpustrategy._src.execution.uniform import over_replicas
 from tpustrategy._src.values import mesh_axis
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
@@ -334,8 +333,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
     uniform.check_written(traces[0], out_var[n_out:], n)
     out_split = out_var[:n_out] + [uniform.is_split_variable(v) for v in traces[0].written]
 
-    def program(*flat_global: Any) -> tuple[Any, ...]:
-        local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
+    def body(local: list[Any]) -> list[Any]:
         env: dict[Key, Any] = {("in", j): x for j, x in enumerate(local)}
         cls = jnp.asarray(table)[jax.lax.axis_index(REPLICA_AXIS)]
         for si in range(len(bounds)):
@@ -348,16 +346,9 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
                 fe = base.eqns[c]
                 values = [env[a[1]] if a[0] == "var" else a[1] for a in coll_ins[c]]
                 env.update(zip(fe.outs, _eval(fe, values)))
-        results = [env[a[1]] if a[0] == "var" else jnp.asarray(a[1]) for a in outs]
-        results = results[:n_out] + keep_layout(traces[0].written, results[n_out:], strategy.mesh)
-        return tuple(r[None] if s else r for r, s in zip(results, out_split))
+        return [env[a[1]] if a[0] == "var" else jnp.asarray(a[1]) for a in outs]
 
-    mapped = jax.shard_map(
-        program, mesh=strategy.mesh,
-        in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
-        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
-        check_vma=False, **manual_axes(strategy),
-    )
+    jitted = over_replicas(body, strategy, in_split, out_split, traces[0].written)
     out_kinds = []
     flags = iter(zip(out_var[:n_out], outs[:n_out]))
     for kind in kinds:
@@ -371,7 +362,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
             out_kinds.append(("varying", true if len(set(true)) > 1 else None))
         else:
             out_kinds.append(("invariant",))
-    return Program(jax.jit(mapped), Placement.of(strategy), dyn_split, traces[0].variables, traces[0].written,
+    return Program(jitted, Placement.of(strategy), dyn_split, traces[0].variables, traces[0].written,
                    traces[0].out_treedef, out_kinds, n, name, one_shot=any(t.one_shot for t in traces))
 
 

@@ -58,6 +58,32 @@ def output_kinds(traced: Traced, varying: list[bool]) -> list[Any]:
             for k in traced.out_kinds]
 
 
+def over_replicas(body: Any, strategy: Any, in_split: list[bool], out_split: list[bool],
+                  written: list[Any]) -> Any:
+    """``jit(shard_map(...))`` of a per-replica ``body(local_inputs) -> outputs`` over the replica axis.
+
+    Inputs split over the replicas enter as this replica's slice; outputs marked
+    split leave stacked ``[R, ...]``, the rest replicated. The last ``len(written)``
+    outputs are written variables, kept in their layout over a replica's cores.
+    """
+    n_written = len(written)
+
+    def program(*flat_global: Any) -> tuple[Any, ...]:
+        local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
+        outs = list(body(local))
+        if n_written:
+            outs = outs[: len(outs) - n_written] + keep_layout(written, outs[len(outs) - n_written:], strategy.mesh)
+        return tuple(o[None] if split else o for o, split in zip(outs, out_split))
+
+    mapped = jax.shard_map(
+        program, mesh=strategy.mesh,
+        in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
+        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
+        check_vma=False, **manual_axes(strategy),
+    )
+    return jax.jit(mapped)
+
+
 def build(traced: Traced, inputs: Inputs, strategy: Any, name: str) -> Program:
     """The program of a settled replica trace."""
     n = strategy.num_replicas_in_sync
@@ -72,18 +98,10 @@ def build(traced: Traced, inputs: Inputs, strategy: Any, name: str) -> Program:
 
     core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
 
-    def program(*flat_global: Any) -> tuple[Any, ...]:
-        local = [x.reshape(x.shape[1:]) if split else x for x, split in zip(flat_global, in_split)]
-        outs = evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh)
-        outs = outs[:n_out] + keep_layout(traced.written, outs[n_out:], strategy.mesh)
-        return tuple(o[None] if split else o for o, split in zip(outs, out_split))
+    def body(local: list[Any]) -> list[Any]:
+        return evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh)
 
-    mapped = jax.shard_map(
-        program, mesh=strategy.mesh,
-        in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
-        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
-        check_vma=False, **manual_axes(strategy),
-    )
-    return Program(jax.jit(mapped), Placement.of(strategy), dyn_split, traced.variables, traced.written,
+    jitted = over_replicas(body, strategy, in_split, out_split, traced.written)
+    return Program(jitted, Placement.of(strategy), dyn_split, traced.variables, traced.written,
                    traced.out_treedef, output_kinds(traced, results_varying), n, name,
                    one_shot=traced.one_shot)
