@@ -9,8 +9,9 @@ The names below are loaded on first use, so ``import tpustrategy.data``
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tpustrategy._src.lazy import loader
 
 __version__ = "0.1.0"
 
@@ -47,19 +48,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 _SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"tpustrategy.{name}")
-    raise AttributeError(f"module 'tpustrategy' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+__getattr__, __dir__ = loader(__name__, _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs

@@ -99,9 +99,8 @@ class Function:
         except _CONCRETIZATION_ERRORS as e:
             raise _python_value_error(self._fn, e) from e
         pulled, traced.pulled = traced.pulled, {}
-        ended = {s: n for s, n in _ends_of(traced).items()}
         entry = _Entry(self._compile(traced, inputs, pulled), traced,
-                       _pull_signature(traced.pull_layout, pulled, ended))
+                       _pull_signature(traced.pull_layout, pulled, _ends_of(traced)))
         if not traced.one_shot:
             self._entries[(inputs.key, entry.pull_signature)] = entry
             if len(self._entries) > _CACHE_SIZE:
@@ -135,11 +134,10 @@ class Function:
                 + [placement.variable_sharding(v) for v in traced.written])
         jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
                          out_shardings=out_shardings)
-        program = Program(jitted, placement, split_flags(inputs.specs), traced.variables,
-                          traced.written, traced.out_treedef, traced.out_kinds, 0,
-                          f"tps.function({getattr(self._fn, '__qualname__', self._fn)})")
-        program.extra_split = extra_split or None
-        return program
+        return Program(jitted, placement, split_flags(inputs.specs), traced.variables,
+                       traced.written, traced.out_treedef, traced.out_kinds, 0,
+                       f"tps.function({getattr(self._fn, '__qualname__', self._fn)})",
+                       extra_split=extra_split or None)
 
 
 _CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,

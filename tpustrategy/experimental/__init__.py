@@ -5,8 +5,7 @@ Names are loaded on first use so importing this package does not start JAX.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tpustrategy._src.lazy import loader
 
 _LAZY: dict[str, tuple[str, str]] = {
     "PreemptionCheckpointHandler": ("tpustrategy._src.checkpoint.preemption", "PreemptionCheckpointHandler"),
@@ -16,14 +15,4 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'tpustrategy.experimental' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = loader(__name__, _LAZY)

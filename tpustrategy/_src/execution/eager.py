@@ -142,7 +142,7 @@ def place_results(strategy: Any, tree: Any) -> Any:
     offset = strategy._replica_offset
     n = strategy.num_replicas_in_sync
 
-    def shards_for(sharding: Any, pieces: list[Any], shape: tuple[int, ...]) -> list[Any]:
+    def shards_for(sharding: Any, pieces: list[Any]) -> list[Any]:
         out = []
         for device in sharding.addressable_devices:
             replica = mesh_axis.device_position(mesh, device)[0]
@@ -160,7 +160,7 @@ def place_results(strategy: Any, tree: Any) -> Any:
         shapes = [tuple(np.shape(c)) for c in components]
         if isinstance(leaf, Mirrored) and len(set(shapes)) == 1:
             pieces = [_on_device(c, d) for c, d in zip(components, strategy._local_devices)]
-            shards = shards_for(placement.replicated, pieces, shapes[0])
+            shards = shards_for(placement.replicated, pieces)
             return Mirrored.from_replicated(
                 jax.make_array_from_single_device_arrays(shapes[0], placement.replicated, shards), n)
         target = tuple(max(d) for d in zip(*shapes)) if shapes[0] else ()
@@ -172,7 +172,7 @@ def place_results(strategy: Any, tree: Any) -> Any:
                     c = jax.numpy.pad(c, [(0, t - s) for t, s in zip(target, c.shape)])
                 pieces.append(jax.device_put(c.reshape((1,) + target), d))
         stacked = jax.make_array_from_single_device_arrays(
-            (n,) + target, placement.split, shards_for(placement.split, pieces, (1,) + target))
+            (n,) + target, placement.split, shards_for(placement.split, pieces))
         return type(leaf).from_stacked(stacked, shapes if len(set(shapes)) > 1 else None)
 
     return jax.tree_util.tree_map(place, tree, is_leaf=lambda x: isinstance(x, DistributedValues))

@@ -156,10 +156,3 @@ class Program:
 
 def split_flags(specs: list[Any]) -> list[bool]:
     return [s.kind == PER_REPLICA for s in specs]
-
-
-def host_value(x: Any) -> Any:
-    """A leaf for a program input: NumPy for Python numbers, arrays unchanged."""
-    if isinstance(x, (jax.Array, np.ndarray, np.generic)) or _is_tracer(x):
-        return x
-    return np.asarray(x)

@@ -164,21 +164,14 @@ def _pull_outside_trace(iterator: Any) -> Any:
 
 def _placeholder(batch: Any) -> Any:
     """Zeros of a batch's structure: stands in for it until the retrace makes it an input."""
-    import jax
     import jax.numpy as jnp
-    import numpy as np
 
     from tpustrategy._src.execution import signature
+    from tpustrategy._src.execution.trace import wrap_cross_input
 
     inputs = signature.classify(batch)
-
-    def zeros(spec: Any, leaf: Any, value: Any) -> Any:
-        from tpustrategy._src.execution.trace import wrap_cross_input
-
-        return wrap_cross_input(spec, leaf, jnp.zeros(spec.shape, spec.dtype))
-
-    del jax, np
-    return inputs.rebuild(inputs.arrays, zeros)
+    return inputs.rebuild(inputs.arrays,
+                          lambda spec, leaf, _: wrap_cross_input(spec, leaf, jnp.zeros(spec.shape, spec.dtype)))
 
 
 def active() -> TracePulls | None:

@@ -300,7 +300,7 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
         synthetic = [k for k in materialised if (k[0] == "lit" and k[1] == (cuts[si] if si < len(cuts) else None))
                      or (k[0] == "out" and si == len(bounds) - 1)]
         seg_out.append(made + synthetic)
-    shapes = {k: max_shape(k) for f in flats[:1] for k in f.avals}
+    shapes = {k: max_shape(k) for k in base.avals}
 
     def branch(cls: int, si: int) -> Any:
         flat = flats[cls]

@@ -43,7 +43,7 @@ class DistributedValues:
     """Base class of values with one component per replica."""
 
     __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
-                 "_force_ragged", "_home", "__weakref__")
+                 "_home", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -57,9 +57,6 @@ class DistributedValues:
         self._tracer = None
         self._replicated = None
         self._num_replicas = len(values) if values is not None else None
-        # Set when some replica of the job (maybe on another process) has a
-        # component of another shape, so every process must treat the value as ragged.
-        self._force_ragged = False
         self._home = None  # the replica-axis sharding of the strategy that made it
 
     # Constructors (package API) -------------------------------------------------
@@ -72,7 +69,6 @@ class DistributedValues:
         obj._tracer = None
         obj._replicated = None
         obj._num_replicas = num_replicas
-        obj._force_ragged = False
         obj._home = None
         return obj
 
@@ -136,18 +132,13 @@ class DistributedValues:
     @property
     def is_ragged(self) -> bool:
         """Whether the replicas' components differ in shape (anywhere in the job)."""
-        return self._force_ragged or len(set(self.shapes)) > 1
-
-    def mark_ragged(self) -> None:
-        """Records that another process holds components of another shape."""
-        self._force_ragged = True
+        return len(set(self.shapes)) > 1
 
     def set_global_shapes(self, shapes: Sequence[Shape]) -> None:
         """Multi-host: every replica's component shape (this process holds only its own)."""
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         self._num_replicas = len(shapes)
         self._shapes = shapes
-        self._force_ragged = len(set(shapes)) > 1
 
     def set_home(self, split_sharding: Any) -> None:
         """Records the replica-axis sharding of the strategy that built the value (host-built values)."""
