@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.strategy import context
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames, updates
@@ -184,6 +185,26 @@ class Variable(metaclass=_VariableMeta):
         return self._dtype
 
     @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - NumPy's name
+        return jnp.transpose(self.read_value())
+
+    def astype(self, dtype: Any) -> Any:
+        return jnp.asarray(self.read_value()).astype(dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError(f"len() of unsized object: {self.name!r} is a scalar variable")
+        return self.shape[0]
+
+    @property
     def trainable(self) -> bool:
         return self._trainable
 
@@ -266,7 +287,10 @@ class Variable(metaclass=_VariableMeta):
     def __repr__(self) -> str:
         kind = {MIRRORED: "MirroredVariable", SYNC_ON_READ: "SyncOnReadVariable", PLAIN: "Variable"}[self._kind]
         try:
-            shown = np.asarray(self.read_value()) if not frames.current() else "<traced>"
+            if isinstance(self._value, jax.core.Tracer) or frames.current():
+                shown = "<traced>"
+            else:
+                shown = np.asarray(self.read_value())
         except ValueError:
             shown = "<unreadable>"
         return f"<tps.{kind} {self.name!r} shape={self._shape} dtype={self._dtype} value={shown}>"
@@ -321,3 +345,15 @@ for _name, _op in {"lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge"
     setattr(Variable, f"__{_name}__", _binary(_op))
 Variable.__neg__ = lambda self: -self.read_value()  # type: ignore[attr-defined]
 Variable.__getitem__ = lambda self, idx: self.read_value()[idx]  # type: ignore[attr-defined]
+
+Variable.__pos__ = lambda self: +jnp.asarray(self.read_value())  # type: ignore[attr-defined]
+Variable.__abs__ = lambda self: jnp.abs(self.read_value())  # type: ignore[attr-defined]
+Variable.__invert__ = lambda self: jnp.invert(self.read_value())  # type: ignore[attr-defined]
+
+
+# A variable is an array to JAX: every ``jax.numpy`` / ``jax.nn`` / ``jax.lax`` function and
+# ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` take it as ``read_value()`` reads it in the current
+# context (inside a trace: the functionalised read, never a baked-in constant). It stays a
+# pytree leaf, as ``tf.nest`` treats variables, so ``jax.tree.map(lambda v: v.assign(...), vars)``
+# still sees the variables.
+array_protocol.register(Variable, lambda var: updates.read(var))

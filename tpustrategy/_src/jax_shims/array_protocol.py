@@ -1,0 +1,45 @@
+"""Letting JAX primitives (``jax.lax.*``) take an object that stands for an array.
+
+JAX 0.10 refuses ``__jax_array__`` during abstractification. JAX's public answer
+(its array-extensibility rule) is pytree registration, but a ``tps.Variable`` must stay
+a leaf of ``jax.tree`` (as of ``tf.nest``: ``jax.tree.map(lambda v: v.assign(u), ...)``
+over variables) and ``jax.grad`` of it must give an array, not a variable. So JAX is
+taught the type at the two places every operand passes through: ``Primitive.bind``
+(``jax.lax`` primitives, and ``jit``/``grad``/``vmap``, which bind a primitive with their
+flattened arguments) first canonicalises each operand through ``jax._src.dtypes.canonicalize_value`` (a C++
+table on jaxlib ≥ 464), keyed by type; a few wrappers first ask for its type
+(``jax._src.core.pytype_aval_mappings``). Registering a handler there turns the object into its array at the
+moment a primitive is bound — in the current context, so inside a trace the
+variable's functionalised read is used, never a baked-in constant.
+
+Public alternative: none (``jnp.asarray(x)`` before calling ``jax.lax``). When the
+private name moves, ``register`` raises and ``tests/jax_shims`` fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def register(cls: type, to_array: Callable[[Any], Any]) -> None:
+    """Makes ``jax.lax`` primitives accept instances of ``cls`` as ``to_array(instance)``."""
+    from jax._src import core, dtypes
+
+    add = getattr(dtypes, "register_canonicalize_value_handler", None)
+    canonicalize = getattr(dtypes, "canonicalize_value", None)
+    if add is None or canonicalize is None:  # pragma: no cover - only when JAX changes
+        raise RuntimeError(
+            "tpustrategy: jax._src.dtypes.register_canonicalize_value_handler / canonicalize_value "
+            "moved in this JAX version; tps.Variable cannot be passed to jax.lax primitives.\n"
+            "Fix: use the JAX range tpustrategy pins (pyproject.toml), or pass jnp.asarray(variable)."
+        )
+    add(cls, lambda x: canonicalize(to_array(x)))
+    # Some ``jax.lax`` wrappers ask for the operand's type before binding (``broadcast``).
+    avals = getattr(core, "pytype_aval_mappings", None)
+    if not isinstance(avals, dict):  # pragma: no cover - only when JAX changes
+        raise RuntimeError(
+            "tpustrategy: jax._src.core.pytype_aval_mappings moved in this JAX version.\n"
+            "Fix: use the JAX range tpustrategy pins (pyproject.toml)."
+        )
+    avals[cls] = lambda x: core.typeof(to_array(x))
