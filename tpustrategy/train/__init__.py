@@ -8,6 +8,9 @@ orbax-checkpoint (``pip install 'tpustrategy[checkpoint]'``).
 """
 
 from tpustrategy._src.checkpoint.checkpoint import Checkpoint as Checkpoint
+from tpustrategy._src.checkpoint.inspection import CheckpointReader as CheckpointReader
+from tpustrategy._src.checkpoint.inspection import list_variables as list_variables
+from tpustrategy._src.checkpoint.inspection import load_checkpoint as load_checkpoint
 from tpustrategy._src.checkpoint.manager import CheckpointManager as CheckpointManager
 from tpustrategy._src.checkpoint.manager import latest_checkpoint as latest_checkpoint
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus as CheckpointLoadStatus

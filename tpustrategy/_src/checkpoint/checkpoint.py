@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.checkpoint import multihost, reader, writer
+from tpustrategy._src.checkpoint import deferred, multihost, reader, writer
 from tpustrategy._src.checkpoint.graph import Graph
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
 
@@ -63,6 +63,7 @@ class Checkpoint:
         object.__setattr__(self, "_objects", {})
         object.__setattr__(self, "_root", root)
         object.__setattr__(self, "_save_counter", 0)
+        object.__setattr__(self, "_pending", [])  # (key, deferred.Pending): values waiting here
         for name, value in objects.items():
             setattr(self, name, value)
 
@@ -78,6 +79,11 @@ class Checkpoint:
                 f"Checkpoint(my_{name}=...)."
             )
         self._objects[name] = value
+        if self._pending:  # a value saved under this name waits for it (deferred restoration)
+            for prefix in {k for k, _ in self._pending}:
+                deferred.restore_into(prefix, name, value, lambda v: self._objects.__setitem__(name, v),
+                                      self._pending, strict=True)
+            deferred.prune(self._pending)
 
     def __getattr__(self, name: str) -> Any:
         objects = self.__dict__.get("_objects", {})
@@ -99,7 +105,7 @@ class Checkpoint:
         """How many times ``save`` was called (restored with the checkpoint), as in TF."""
         return self._save_counter
 
-    def _graph(self, api: str) -> Graph:
+    def _graph(self, api: str, restoring: bool = False) -> Graph:
         named: list[tuple[str, Any, Callable[[Any], None], bool]] = []
         root = self._root
         if root is not None:
@@ -108,7 +114,7 @@ class Checkpoint:
                     named.append((name, value, lambda v, n=name: setattr(root, n, v), False))
         for name, value in self._objects.items():
             named.append((name, value, lambda v, n=name: self._objects.__setitem__(n, v), True))
-        return Graph(named, api)
+        return Graph(named, api, restoring=restoring)
 
     # Saving ----------------------------------------------------------------------------------
     def save(self, file_prefix: str | os.PathLike[str], options: Any = None) -> str:
@@ -149,7 +155,7 @@ class Checkpoint:
           A ``CheckpointLoadStatus`` (``assert_consumed()``, ``expect_partial()``, ...).
 
         Raises:
-          FileNotFoundError: no checkpoint at ``save_path``.
+          tps.errors.NotFoundError: no checkpoint at ``save_path`` (a ``FileNotFoundError``).
           tps.errors.DataLossError: the checkpoint is incomplete or damaged
             (naming the file); nothing was changed.
           ValueError: a saved value does not fit its object (shape, dtype,
@@ -158,8 +164,10 @@ class Checkpoint:
         if save_path is None:
             return InitializationOnlyStatus()
         api = "Checkpoint.restore"
-        status, manifest = reader.restore(lambda: self._graph(api), _check_path(save_path, api, "save_path"), api)
+        path = _check_path(save_path, api, "save_path")
+        status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
+        status._pending = deferred.start(self, graph, status.unused, manifest, path, api)
         return status
 
     def read(self, save_path: str | os.PathLike[str], options: Any = None, like: dict[str, Any] | None = None) -> Any:

@@ -25,7 +25,7 @@ import shutil
 import time
 from typing import Any
 
-from tpustrategy._src.errors import DataLossError
+from tpustrategy._src.errors import DataLossError, NotFoundError
 
 MANIFEST = "manifest.json"
 ARRAYS = "arrays"
@@ -151,19 +151,19 @@ def read_manifest(path: str, api: str) -> dict[str, Any]:
     """The manifest of the committed checkpoint at ``path``.
 
     Raises:
-      FileNotFoundError: nothing is at ``path``.
+      tps.errors.NotFoundError: nothing is at ``path`` (also a ``FileNotFoundError``).
       DataLossError: ``path`` is not a complete checkpoint (no manifest: an
         interrupted save) or the manifest is damaged.
     """
     manifest_path = os.path.join(path, MANIFEST)
     if not os.path.isdir(path):
-        raise FileNotFoundError(
+        raise NotFoundError(
             f"{api}: there is no checkpoint at {path!r}.{_neighbours(path)}\nFix: pass a path "
             "returned by save() or write(), manager.latest_checkpoint, or "
             "tps.train.latest_checkpoint(directory)."
         )
     if not os.path.exists(manifest_path) and committed(path):
-        raise FileNotFoundError(
+        raise NotFoundError(
             f"{api}: {path!r} is a folder of checkpoints, not a checkpoint (it holds "
             f"{', '.join(os.path.basename(p) for p, _ in committed(path)[-5:])}).\nFix: pass one of "
             f"them, e.g. the newest: tps.train.latest_checkpoint({path!r})."

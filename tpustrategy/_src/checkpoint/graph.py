@@ -25,6 +25,7 @@ aliases, so a restore that reaches it by any of them finds it.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -65,13 +66,23 @@ class Graph:
       commits: functions to call after the ``put``s, which rebuild pytrees.
     """
 
-    def __init__(self, objects: list[tuple[str, Any, Callable[[Any], None], bool]], api: str):
+    def __init__(self, objects: list[tuple[str, Any, Callable[[Any], None], bool]], api: str, *,
+                 prefix: str = "", restoring: bool = False):
         """Flattens ``(name, value, put, strict)`` objects.
 
         ``strict`` objects must hold state (else TypeError); others (the
-        attributes of a root object) are skipped when they hold none.
+        attributes of a root object) are skipped when they hold none. With
+        ``restoring``, a strict object that holds no state *yet* (a model whose
+        variables are built on first call) is allowed: restoring waits for its
+        variables (deferred restoration). ``prefix`` is the key of the object
+        the names belong to (empty for a root Checkpoint).
         """
         self.entries: dict[str, Entry] = {}
+        # For deferred restoration: the objects, Checkpoints and lists/dicts met, by key.
+        self.shells: dict[str, Any] = {}
+        self.checkpoints: dict[str, Any] = {}
+        self.containers: dict[str, tuple[Any, Callable[[Any], None]]] = {}
+        self._restoring = restoring
         self.aliases: dict[str, list[str]] = {}
         self.objects: dict[str, Any] = {}  # key -> each object whose attributes were visited
         self.commits: list[Callable[[], None]] = []
@@ -81,7 +92,9 @@ class Graph:
         self._visited: set[int] = set()  # objects whose arrays and values were added
         self._alias_depth = 0
         for name, value, put, strict in objects:
-            if not self._visit(value, _segment(name), put, strict=strict, depth=0) and strict:
+            key = f"{prefix}/{_segment(name)}" if prefix else _segment(name)
+            if (not self._visit(value, key, put, strict=strict, depth=0) and strict
+                    and not (restoring and (key in self.shells or key in self.checkpoints))):
                 raise self._unsupported(name, value)
 
     # Visiting --------------------------------------------------------------------------------
@@ -107,6 +120,7 @@ class Graph:
         if isinstance(value, Checkpoint):
             if id(value) in self._path:
                 return True
+            self.checkpoints.setdefault(key, value)
             self._path.add(id(value))
             found = False
             for name, child in value._objects.items():
@@ -126,6 +140,8 @@ class Graph:
             return strict
         if value is None:
             return False
+        if isinstance(value, (list, dict)):
+            self.containers.setdefault(key, (value, put))
         try:
             leaves_with_paths, treedef = jax.tree_util.tree_flatten_with_path(value, is_leaf=_is_atom)
         except (TypeError, ValueError) as e:  # e.g. a dict keyed by variables (unsortable)
@@ -175,6 +191,7 @@ class Graph:
     def _visit_object(self, value: Any, key: str, strict: bool, depth: int) -> bool:
         if id(value) in self._path or not _trackable(value):
             return False
+        self.shells.setdefault(key, value)
         # An object reached again only adds aliases for its variables and iterators.
         again = id(value) in self._visited
         self._path.add(id(value))
@@ -182,8 +199,9 @@ class Graph:
         found = False
         try:
             for name, attr in sorted(vars(value).items()):
-                if name.startswith("__") or callable(attr) and not _holds_state(attr):
-                    continue
+                if name.startswith("__") or callable(attr) and not _holds_state(attr) and not (
+                        self._restoring and _trackable(attr) and not inspect.isroutine(attr)):
+                    continue  # (a callable object, e.g. a layer, may get its variables later)
 
                 def put_attr(new: Any, name: str = name, obj: Any = value) -> None:
                     setattr(obj, name, new)
@@ -248,12 +266,12 @@ def _trackable(x: Any) -> bool:
 
 def _in_place(old: Any, new: Any) -> Any:
     """Updates dicts and lists in place (callers may hold them); returns what to store."""
-    if type(old) is dict and type(new) is dict and old.keys() == new.keys():
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
         for k in old:
-            old[k] = _in_place(old[k], new[k])
+            dict.__setitem__(old, k, _in_place(old[k], new[k]))
         return old
-    if type(old) is list and type(new) is list and len(old) == len(new):
-        old[:] = [_in_place(a, b) for a, b in zip(old, new)]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        list.__setitem__(old, slice(None), [_in_place(a, b) for a, b in zip(old, new)])
         return old
     return new
 

@@ -160,24 +160,29 @@ def _build_optimizers(graph: Graph, saved: dict[str, Any]) -> bool:
     return built
 
 
-def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all: bool = False
-            ) -> tuple[CheckpointLoadStatus, dict[str, Any]]:
+def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all: bool = False,
+            manifest: dict[str, Any] | None = None, saved: dict[str, Any] | None = None
+            ) -> tuple[CheckpointLoadStatus, dict[str, Any], Graph]:
     """Restores every object of the graph ``make_graph()`` found in the checkpoint at ``path``.
 
     With ``require_all``, an object missing from the checkpoint is an error
-    (raised before anything changes).
+    (raised before anything changes). A deferred restore passes the
+    ``manifest`` already read and checked, and the ``saved`` records still
+    waiting for their objects.
 
     Returns:
-      The load status and the manifest.
+      The load status, the manifest and the graph restored into.
     """
-    manifest = files.read_manifest(path, api)
-    error: BaseException | None = None
-    try:
-        files.verify(path, manifest, api)
-    except DataLossError as e:
-        error = e
-    multihost.sync(api, "checking the checkpoint files", error)
-    saved = manifest["objects"]
+    if manifest is None:
+        manifest = files.read_manifest(path, api)
+        error: BaseException | None = None
+        try:
+            files.verify(path, manifest, api)
+        except DataLossError as e:
+            error = e
+        multihost.sync(api, "checking the checkpoint files", error)
+    if saved is None:
+        saved = manifest["objects"]
     graph = make_graph()
     if _build_optimizers(graph, saved):
         graph = make_graph()
@@ -229,7 +234,7 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
         rebuild()
     used = set(found.values())
     status = CheckpointLoadStatus(path, matched, [k for k in saved if k not in used], missing)
-    return status, manifest
+    return status, manifest, graph
 
 
 def _move_iterators(states: list[tuple[Entry, Any]], api: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 def _listing(keys: Sequence[str]) -> str:
@@ -26,8 +27,16 @@ class CheckpointLoadStatus:
     def __init__(self, save_path: str, matched: list[str], unused: list[str], missing: list[str]):
         self.save_path = save_path
         self.matched = list(matched)
-        self.unused = list(unused)
+        self._unused = list(unused)
         self.missing = list(missing)
+        self._pending: Any = None  # deferred.Pending: values waiting for objects created later
+
+    @property
+    def unused(self) -> list[str]:
+        """Saved keys no object has claimed yet (objects created after ``restore`` still can)."""
+        if self._pending is not None:
+            return list(self._pending.remaining)
+        return list(self._unused)
 
     def assert_consumed(self) -> CheckpointLoadStatus:
         """Asserts that every saved value was restored and every object was found."""
@@ -60,7 +69,9 @@ class CheckpointLoadStatus:
         return self
 
     def expect_partial(self) -> CheckpointLoadStatus:
-        """Marks a partial restore as intended (nothing is reported either way)."""
+        """Marks a partial restore as intended: no warning lists the values left unrestored."""
+        if self._pending is not None:
+            self._pending.expect_partial()
         return self
 
     def run_restore_ops(self, session: object = None) -> None:

@@ -1,0 +1,168 @@
+"""Reading a checkpoint without the objects it was saved from (``tf.train.load_checkpoint``).
+
+``load_checkpoint(path)`` returns a `CheckpointReader` over the saved values
+by name; ``list_variables(path)`` lists ``(name, shape)`` pairs. Names are
+TensorFlow's: ``"<object path>/.ATTRIBUTES/VARIABLE_VALUE"`` for variables and
+arrays (``"net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"``), ``".../ITERATOR_STATE"``
+for an iterator's position (a JSON string), plus
+``"save_counter/.ATTRIBUTES/VARIABLE_VALUE"``; ``get_tensor`` also accepts the
+object path alone (``"net/l1/kernel"``). A sync-on-read variable reads as its
+aggregated value, as TensorFlow saves it (one with aggregation NONE as its
+``[replicas, ...]`` components). Values come back as NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from tpustrategy._src.checkpoint import arrays, files
+from tpustrategy._src.errors import NotFoundError
+
+_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
+_ITERATOR = "/.ATTRIBUTES/ITERATOR_STATE"
+_SAVE_COUNTER = "save_counter" + _VALUE
+
+
+class CheckpointReader:
+    """The saved values of one checkpoint by name (``tf.train.load_checkpoint``'s reader).
+
+    Args:
+      path: a checkpoint (as returned by ``save``) — not a folder of them;
+        use `load_checkpoint` for that.
+    """
+
+    def __init__(self, path: str):
+        api = "tps.train.load_checkpoint"
+        self._path = path
+        manifest = files.read_manifest(path, api)
+        files.verify(path, manifest, api)
+        self._manifest = manifest
+        self._records: dict[str, tuple[str, Any]] = {}  # name -> (what, detail)
+        for key, meta in manifest["objects"].items():
+            kind = meta["kind"]
+            if kind in ("variable", "array"):
+                part = "value" if "value" in meta["parts"] else "components"
+                shape = list(meta["shape"]) if part == "value" else [meta["replicas"], *meta["shape"]]
+                self._records[key + _VALUE] = ("array", (meta["parts"][part], shape, meta["dtype"]))
+            elif kind == "value":
+                self._records[key + _VALUE] = ("value", meta["value"])
+            else:
+                self._records[key + _ITERATOR] = ("iterator", key)
+        self._records[_SAVE_COUNTER] = ("value", int(manifest.get("save_counter", 0)))
+
+    def _name(self, name: str, api: str) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"CheckpointReader.{api}: tensor_str must be a str; received "
+                            f"{type(name).__name__}: {name!r}.")
+        for candidate in (name, name + _VALUE, name + _ITERATOR):
+            if candidate in self._records:
+                return candidate
+        shown = ", ".join(sorted(self._records)[:20])
+        raise NotFoundError(
+            f"Key {name} not found in checkpoint {self._path} (CheckpointReader.{api}). It holds: "
+            f"{shown}{' ...' if len(self._records) > 20 else ''}.\nFix: use a name from "
+            "reader.get_variable_to_shape_map() (or tps.train.list_variables(path)).")
+
+    def has_tensor(self, tensor_str: str) -> bool:
+        """Whether the checkpoint holds ``tensor_str`` (a full name or an object path)."""
+        try:
+            self._name(tensor_str, "has_tensor")
+        except NotFoundError:
+            return False
+        return True
+
+    def get_tensor(self, tensor_str: str) -> Any:
+        """The saved value of ``tensor_str`` as a NumPy array (an iterator's state: a JSON str).
+
+        Raises:
+          tps.errors.NotFoundError: the checkpoint holds no such name (the
+            message lists the names it holds).
+        """
+        what, detail = self._records[self._name(tensor_str, "get_tensor")]
+        if what == "value":
+            return np.asarray(detail)
+        if what == "iterator":
+            return _iterator_state(self._path, self._manifest, detail)
+        name, shape, dtype = detail
+        target = np.empty(shape, np.dtype(dtype))
+        got = arrays.load(os.path.join(self._path, files.ARRAYS), {name: target},
+                          "CheckpointReader.get_tensor")
+        return np.asarray(got[name])
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Every saved name -> its shape (a list of ints)."""
+        return {name: self._shape(name) for name in sorted(self._records)}
+
+    def get_variable_to_dtype_map(self) -> dict[str, np.dtype]:
+        """Every saved name -> its NumPy dtype (``object`` for iterator states)."""
+        out = {}
+        for name in sorted(self._records):
+            what, detail = self._records[name]
+            if what == "array":
+                out[name] = np.dtype(detail[2])
+            elif what == "value":
+                out[name] = np.asarray(detail).dtype
+            else:
+                out[name] = np.dtype(object)
+        return out
+
+    def _shape(self, name: str) -> list[int]:
+        what, detail = self._records[name]
+        return list(detail[1]) if what == "array" else []
+
+    def __repr__(self) -> str:
+        return f"<tps.train.CheckpointReader {self._path!r}: {len(self._records)} values>"
+
+
+def _iterator_state(path: str, manifest: dict[str, Any], key: str) -> Any:
+    count = int(manifest["process_count"])
+    full = os.path.join(path, *files.iterator_file(0, count).split("/"))
+    states = files.read_json(full, "CheckpointReader.get_tensor")["states"]
+    return np.asarray(json.dumps(states[key]))
+
+
+def _resolve(ckpt_dir_or_file: Any, api: str) -> str:
+    if not isinstance(ckpt_dir_or_file, (str, os.PathLike)) or not os.fspath(ckpt_dir_or_file):
+        raise TypeError(
+            f"{api}: ckpt_dir_or_file must be a checkpoint path or a folder of checkpoints (str or "
+            f"os.PathLike); received {type(ckpt_dir_or_file).__name__}: {ckpt_dir_or_file!r}.\n"
+            f"Fix: e.g. {api}('/tmp/ckpts') or {api}(manager.latest_checkpoint).")
+    path = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, files.MANIFEST)):
+        latest = files.latest(path)
+        if latest is None:
+            raise ValueError(
+                f"{api}: couldn't find a checkpoint in the folder {path!r} (it holds no complete "
+                "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
+                "CheckpointManager saves into.")
+        return latest
+    if not os.path.exists(path):
+        raise NotFoundError(
+            f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
+            "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
+    return path
+
+
+def load_checkpoint(ckpt_dir_or_file: str | os.PathLike[str]) -> CheckpointReader:
+    """A `CheckpointReader` for a checkpoint, or for the newest one in a folder (``tf.train.load_checkpoint``).
+
+    Example:
+      >>> reader = tps.train.load_checkpoint("/tmp/ckpts")
+      >>> reader.get_tensor("net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE")
+
+    Raises:
+      ValueError: a folder without complete checkpoints.
+      tps.errors.NotFoundError: nothing at the path.
+      tps.errors.DataLossError: the checkpoint is damaged.
+    """
+    return CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.load_checkpoint"))
+
+
+def list_variables(ckpt_dir_or_file: str | os.PathLike[str]) -> list[tuple[str, list[int]]]:
+    """``(name, shape)`` of every saved value, sorted by name (``tf.train.list_variables``)."""
+    reader = CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.list_variables"))
+    return sorted(reader.get_variable_to_shape_map().items())
