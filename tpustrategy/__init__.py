@@ -38,6 +38,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Variable": ("tpustrategy._src.variables.variable", "Variable"),
     "VariableAggregation": ("tpustrategy._src.variables.enums", "VariableAggregation"),
     "VariableSynchronization": ("tpustrategy._src.variables.enums", "VariableSynchronization"),
+    "GradientTape": ("tpustrategy._src.tape.tape", "GradientTape"),
+    "UnconnectedGradients": ("tpustrategy._src.tape.tape", "UnconnectedGradients"),
     "function": ("tpustrategy._src.function", "function"),
     "get_replica_context": ("tpustrategy._src.strategy.context", "get_replica_context"),
     "get_strategy": ("tpustrategy._src.strategy.context", "get_strategy"),
@@ -80,6 +82,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     )
     from tpustrategy._src.strategy.strategies import OneDeviceStrategy as OneDeviceStrategy
     from tpustrategy._src.strategy.strategies import TPUStrategy as TPUStrategy
+    from tpustrategy._src.tape.tape import GradientTape as GradientTape
+    from tpustrategy._src.tape.tape import UnconnectedGradients as UnconnectedGradients
     from tpustrategy._src.values.distributed import DistributedValues as DistributedValues
     from tpustrategy._src.values.distributed import Mirrored as Mirrored
     from tpustrategy._src.values.distributed import PerReplica as PerReplica

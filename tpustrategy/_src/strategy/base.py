@@ -129,7 +129,12 @@ class Strategy:
                 raise RuntimeError(context.CROSS_REPLICA_ERROR)
             if entry.strategy is not self and not entry.strategy._is_default:
                 raise context.mixing_error(entry.strategy, self)
-        with context.push(self, None, is_scope=True):
+        keras_scope: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        if "keras" in __import__("sys").modules:  # Keras 3 support, only when the user imported Keras
+            from tpustrategy._src.keras import scope_hook
+
+            keras_scope = scope_hook(self)
+        with context.push(self, None, is_scope=True), keras_scope:
             yield self
 
     def _enter_for(self, api: str) -> contextlib.AbstractContextManager[Any]:

@@ -1,0 +1,5 @@
+"""Keras tests: the JAX backend, chosen before Keras is imported."""
+
+import os
+
+os.environ["KERAS_BACKEND"] = "jax"

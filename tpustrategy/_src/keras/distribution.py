@@ -1,0 +1,112 @@
+"""A Keras ``Distribution`` built from a strategy: the bridge for ``strategy.scope()``.
+
+``strategy.scope()`` makes ``StrategyDistribution(strategy)`` Keras's current
+distribution (``keras.distribution.set_distribution`` semantics, restored on
+exit), so Keras's JAX trainer lays data and variables over ``strategy.mesh``
+exactly as ``keras.distribution.DataParallel`` would: the mesh's axes are the
+strategy's (``"replica"``, plus ``"core"`` with several cores per replica —
+Keras's ``ModelParallel`` shape, where ``experimental_split_to_logical_devices``
+or ``layout_map`` split a variable over a replica's cores), data are split
+along ``"replica"``. Each variable Keras creates meanwhile is adopted
+(``variables.adopt``), which gives it tf.keras's distribution rules.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from tpustrategy._src.keras import variables as variables_lib
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+_BY_STRATEGY: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _current_caller() -> Any:
+    from keras.src.backend.common import global_state
+
+    stack = global_state.get_global_attribute("name_scope_stack") or []
+    return stack[-1].caller if stack else None
+
+
+def _base() -> type:
+    from keras.src.distribution.distribution_lib import Distribution
+
+    return Distribution
+
+
+def for_strategy(strategy: Any) -> Any:
+    """The (cached) Keras distribution of ``strategy``."""
+    found = _BY_STRATEGY.get(strategy)
+    if found is None:
+        found = _make_class()(strategy)
+        _BY_STRATEGY[strategy] = found
+    return found
+
+
+_CLASS: list[type] = []
+
+
+def _make_class() -> type:
+    if _CLASS:
+        return _CLASS[0]
+    from keras.src.distribution.distribution_lib import DeviceMesh, TensorLayout
+
+    class StrategyDistribution(_base()):
+        """Keras's view of a tps strategy: data split over ``"replica"``, variables adopted."""
+
+        def __init__(self, strategy: Any, layout_map: Any = None):
+            mesh = strategy.mesh
+            device_mesh = DeviceMesh(tuple(mesh.devices.shape), list(mesh.axis_names),
+                                     np.asarray(mesh.devices))
+            device_mesh._backend_mesh = mesh  # the same jax Mesh: one set of shardings
+            super().__init__(device_mesh, REPLICA_AXIS, auto_shard_dataset=False)
+            self.strategy = strategy
+            self.layout_map = layout_map
+
+        @property
+        def num_model_replicas(self) -> int:
+            return self.strategy.num_replicas_in_sync
+
+        def get_data_layout(self, data_shape: Any) -> Any:
+            spec = [None] * len(data_shape)
+            if spec:
+                spec[0] = REPLICA_AXIS
+            return TensorLayout(spec, self.device_mesh)
+
+        def get_variable_layout(self, variable: Any) -> Any:
+            state = variables_lib.adopt(variable, self.strategy, _current_caller())
+            if state._kind == variables_lib.SYNC_ON_READ:
+                return None  # stored [R, ...] by the adopted class itself
+            if getattr(variable, "_layout", None) is not None:
+                return variable._layout
+            if self.layout_map is not None:
+                found = self.layout_map[variable.path]
+                if found is not None:
+                    return found
+            return TensorLayout([None] * len(variable.shape), self.device_mesh)
+
+        def get_tensor_layout(self, path: str) -> Any:
+            return self.layout_map[path] if self.layout_map is not None else None
+
+        def distribute_dataset(self, dataset: Any) -> Any:
+            return dataset
+
+        def __repr__(self) -> str:
+            return f"<StrategyDistribution of {type(self.strategy).__name__} mesh={dict(self.strategy.mesh.shape)}>"
+
+    _CLASS.append(StrategyDistribution)
+    return StrategyDistribution
+
+
+def current() -> Any:
+    """Keras's current distribution (None when none is set)."""
+    from keras.src.distribution import distribution_lib
+
+    return distribution_lib.distribution()
+
+
+def strategy_of_distribution(dist: Any) -> Any:
+    return getattr(dist, "strategy", None) if _CLASS and isinstance(dist, _CLASS[0]) else None

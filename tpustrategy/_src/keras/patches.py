@@ -1,0 +1,126 @@
+"""The few places where tpustrategy wraps Keras 3's own methods (installed once, on first scope).
+
+Each wrapper calls Keras's original and changes behaviour only for objects
+that belong to a strategy (their variables were adopted under its scope):
+
+- ``BaseOptimizer.apply``: in a replica function, gradients are all-reduced
+  (SUM) first — tf.keras's ``apply_gradients`` rule — and an optimizer first
+  built inside a traced step builds its state concretely, under the strategy;
+- ``Trainer.compile`` / ``fit`` / ``evaluate`` / ``predict``: run under the
+  model's strategy distribution even outside ``scope()``, refuse
+  ``tps.optimizers`` / ``tps.metrics`` naming the Keras equivalent, and
+  install the ``steps_per_execution`` programs (``steps``);
+- ``data_adapters.get_data_adapter`` and ``JAXEpochIterator._get_iterator``:
+  accept ``tpsd.Dataset``s and distributed datasets (``data``).
+
+``check_seams`` names every Keras attribute relied on; a test calls it so a
+Keras release that moves one fails loudly instead of silently doing nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+from tpustrategy._src.keras import variables as variables_lib
+
+_INSTALLED: list[bool] = []
+
+SEAMS = (
+    ("keras.src.optimizers.base_optimizer", "BaseOptimizer", "apply"),
+    ("keras.src.trainers.trainer", "Trainer", "compile"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "fit"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "evaluate"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "predict"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "make_train_function"),
+    ("keras.src.backend.jax.trainer", "JAXEpochIterator", "_get_iterator"),
+    ("keras.src.trainers.data_adapters", None, "get_data_adapter"),
+    ("keras.src.trainers.epoch_iterator", None, "data_adapters"),
+    ("keras.src.backend.common.stateless_scope", None, "in_stateless_scope"),
+    ("keras.src.backend.common.global_state", None, "get_global_attribute"),
+    ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
+)
+
+
+def check_seams() -> None:
+    """Raises ImportError naming the first Keras attribute that moved."""
+    import importlib
+
+    for module_name, cls, attr in SEAMS:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, cls) if cls else module
+        if not hasattr(owner, attr):
+            where = f"{module_name}.{cls + '.' if cls else ''}{attr}"
+            raise ImportError(
+                f"tpustrategy's Keras support relies on {where}, which this Keras "
+                "does not have.\nFix: install the tested Keras range (pip install 'tpustrategy[keras]')."
+            )
+
+
+def strategy_of(variables: Any) -> Any:
+    """The strategy of the first adopted Keras variable in ``variables`` (None if none)."""
+    for v in variables or ():
+        state = variables_lib.state_of(v) if v is not None else None
+        if state is not None and state._strategy is not None:
+            return state._strategy
+    return None
+
+
+def _replica_context() -> Any:
+    from tpustrategy._src.variables import updates
+
+    return updates._replica_context()
+
+
+def install() -> None:
+    """Installs the wrappers (idempotent)."""
+    if _INSTALLED:
+        return
+    check_seams()
+    _patch_optimizer()
+    from tpustrategy._src.keras import trainer
+
+    trainer.install()
+    _INSTALLED.append(True)
+
+
+def _patch_optimizer() -> None:
+    from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+    original = BaseOptimizer.apply
+
+    @functools.wraps(original)
+    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+        known = trainable_variables if trainable_variables is not None else getattr(
+            self, "_trainable_variables", None)
+        strategy = strategy_of(list(known) if known is not None else [])
+        if strategy is None:
+            return original(self, grads, trainable_variables)
+        if trainable_variables is not None and not self.built:
+            build_for(self, list(trainable_variables), strategy)
+        ctx = _replica_context()
+        if ctx is not None and ctx.num_replicas_in_sync > 1:
+            grads = list(grads)
+            present = [i for i, g in enumerate(grads) if g is not None]
+            summed = ctx.all_reduce("SUM", [grads[i] for i in present])
+            for i, g in zip(present, summed):
+                grads[i] = g
+        return original(self, grads, trainable_variables)
+
+    BaseOptimizer.apply = apply
+    BaseOptimizer._tps_original_apply = original
+
+
+def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
+    """Builds a Keras optimizer's state under ``strategy`` with concrete values (also mid-trace)."""
+    import jax
+    from keras.src import backend
+
+    from tpustrategy._src.keras import distribution
+
+    dist = distribution.for_strategy(strategy)
+    scope = dist.scope() if distribution.current() is not dist else contextlib.nullcontext()
+    with scope, jax.ensure_compile_time_eval(), backend.name_scope(optimizer.name, caller=optimizer):
+        optimizer.build(variables)
+    optimizer.built = True

@@ -1,0 +1,230 @@
+"""Keras variables as the strategy's variables.
+
+A Keras 3 variable created under ``strategy.scope()`` is *adopted*: its class
+becomes a subclass of its own class (``_StrategyKerasVariable``) and it gets a
+companion ``KerasVariableState``, a ``tps.Variable`` whose storage *is* the
+Keras variable's ``_value``. The companion carries tf.keras's distribution
+rules, so everything the library does with ``tps.Variable``s (functionalised
+reads and writes in ``strategy.run`` / ``tps.function``, aggregation of
+updates in replica context, checkpoints) applies to the Keras variable:
+
+- trainable weights and optimizer state: mirrored, aggregation as Keras gave
+  it (``"none"``: updates must agree on every replica, as after
+  ``apply_gradients``'s all-reduce);
+- a layer's non-trainable float state with ``"none"`` (BatchNorm's moving
+  statistics): mirrored with MEAN, tf.keras's rule;
+- metric state (Keras's ``synchronization="on_read"``): sync-on-read, one
+  copy per replica, aggregated when read in cross-replica context.
+
+Reads and writes go through the companion whenever a trace frame or a replica
+context is active; Keras's own ``StatelessScope`` (its trainer) keeps
+precedence, and plain cross-replica code reads and assigns the global value.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.variables import frames, updates
+from tpustrategy._src.variables.enums import (
+    VariableAggregation,
+    VariableSynchronization,
+    canonical_aggregation,
+)
+from tpustrategy._src.variables.variable import Variable
+
+MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
+_uid = itertools.count(1 << 40)  # ids apart from tps.Variable's own counter
+
+
+class KerasVariableState(Variable):
+    """The ``tps.Variable`` face of one Keras variable (its storage is the Keras variable's).
+
+    Never built through ``tps.Variable(...)``: ``for_keras`` fills the fields
+    the library's variable machinery reads.
+    """
+
+    _keras: Any
+
+    @classmethod
+    def for_keras(cls, kvar: Any, strategy: Any, kind: str, aggregation: VariableAggregation) -> KerasVariableState:
+        self = object.__new__(cls)
+        self._keras = kvar
+        self._base_name = kvar.path
+        self._sync = VariableSynchronization.ON_READ if kind == SYNC_ON_READ else VariableSynchronization.AUTO
+        self._aggregation = aggregation
+        self._pending_init = False
+        self._traced_init = None
+        self._shape = tuple(kvar.shape)
+        self._dtype = np.dtype(kvar._dtype)
+        self._trainable = bool(kvar.trainable)
+        self._id = next(_uid)
+        self._strategy = strategy
+        self._kind = kind
+        self._tps_distributed_variable = strategy is not None
+        return self
+
+    @property
+    def _value(self) -> Any:  # type: ignore[override]
+        return self._keras.__dict__.get("_value")
+
+    @_value.setter
+    def _value(self, new: Any) -> None:
+        self._keras.__dict__["_value"] = new
+
+    @property
+    def name(self) -> str:
+        return f"{self._keras.path}:0"
+
+    @property
+    def keras_variable(self) -> Any:
+        """The Keras variable this state belongs to."""
+        return self._keras
+
+
+def state_of(kvar: Any) -> KerasVariableState | None:
+    """The companion of an adopted Keras variable, else None."""
+    return kvar.__dict__.get("_tps_state") if hasattr(kvar, "__dict__") else None
+
+
+def plain_state(kvar: Any) -> KerasVariableState:
+    """A companion for a Keras variable made outside any scope (checkpoints without a strategy)."""
+    found = state_of(kvar)
+    if found is None:
+        found = KerasVariableState.for_keras(kvar, None, PLAIN, canonical_aggregation(kvar.aggregation, kvar.path))
+        kvar.__dict__["_tps_plain_state"] = found
+    return found
+
+
+def checkpoint_state(kvar: Any) -> KerasVariableState:
+    """The companion to save and restore a Keras variable through (adopted or plain)."""
+    return state_of(kvar) or kvar.__dict__.get("_tps_plain_state") or plain_state(kvar)
+
+
+def rule(kvar: Any, caller: Any) -> tuple[str, VariableAggregation]:
+    """tf.keras's distribution rule for a new Keras variable: (kind, aggregation)."""
+    aggregation = canonical_aggregation(kvar.aggregation, kvar.path)
+    if kvar.synchronization == "on_read":
+        return SYNC_ON_READ, aggregation
+    if (aggregation is VariableAggregation.NONE and not kvar.trainable
+            and jnp.issubdtype(np.dtype(kvar._dtype), jnp.floating) and _is_layer(caller)):
+        return MIRRORED, VariableAggregation.MEAN  # BatchNorm's moving statistics
+    return MIRRORED, aggregation
+
+
+def _is_layer(caller: Any) -> bool:
+    from keras.src.layers.layer import Layer
+
+    return isinstance(caller, Layer)
+
+
+_SUBCLASSES: dict[type, type] = {}
+
+
+def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
+    """Makes a Keras variable the strategy's (idempotent)."""
+    found = state_of(kvar)
+    if found is not None:
+        return found
+    kind, aggregation = rule(kvar, caller)
+    state = KerasVariableState.for_keras(kvar, strategy, kind, aggregation)
+    kvar.__dict__["_tps_state"] = state
+    base = type(kvar)
+    sub = _SUBCLASSES.get(base)
+    if sub is None:
+        sub = _SUBCLASSES[base] = type(base.__name__, (_StrategyKerasVariable, base), {
+            "__module__": base.__module__, "__qualname__": base.__qualname__})
+    kvar.__class__ = sub
+    return state
+
+
+def sharding_of(state: KerasVariableState) -> Any:
+    mesh = state._strategy.mesh
+    if state._kind == SYNC_ON_READ:
+        return NamedSharding(mesh, P(REPLICA_AXIS))
+    spec = getattr(state, "_core_spec", None)
+    return NamedSharding(mesh, spec if spec is not None else P())
+
+
+def _place(value: Any, sharding: Any) -> Any:
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and value.sharding == sharding:
+        return value
+    if not sharding.is_fully_addressable:
+        host = np.asarray(value)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+    return jax.device_put(value, sharding)
+
+
+def _traced_or_replica() -> bool:
+    return frames.current() is not None or updates._replica_context() is not None
+
+
+class _StrategyKerasVariable:
+    """Mixed in front of an adopted variable's Keras class (see the module docstring)."""
+
+    @property
+    def value(self) -> Any:
+        from keras.src.backend.common.stateless_scope import get_stateless_scope, in_stateless_scope
+
+        if in_stateless_scope():
+            scoped = get_stateless_scope().get_current_value(self)
+            if scoped is not None:
+                return self._maybe_autocast(scoped)
+        state = self.__dict__["_tps_state"]
+        if _traced_or_replica():
+            return self._maybe_autocast(updates.read(state))
+        raw = self.__dict__.get("_value")
+        if raw is None:
+            return super().value
+        if state._kind == SYNC_ON_READ:
+            return self._maybe_autocast(updates.aggregate_read(state, raw))
+        return self._maybe_autocast(raw)
+
+    def _update(self, method: str, value: Any) -> Any:
+        from keras.src.backend.common.stateless_scope import in_stateless_scope
+
+        if in_stateless_scope() or not _traced_or_replica():
+            return None
+        value = self._convert_to_tensor(value, dtype=self._dtype)
+        updates.write(self.__dict__["_tps_state"], method, value, False)
+        return value
+
+    def assign(self, value: Any) -> Any:
+        done = self._update("assign", value)
+        return done if done is not None else super().assign(value)
+
+    def assign_add(self, value: Any) -> Any:
+        done = self._update("assign_add", value)
+        return done if done is not None else super().assign_add(value)
+
+    def assign_sub(self, value: Any) -> Any:
+        done = self._update("assign_sub", value)
+        return done if done is not None else super().assign_sub(value)
+
+    def _direct_assign(self, value: Any) -> None:
+        state = self.__dict__.get("_tps_state")
+        if state is None or isinstance(value, jax.core.Tracer):
+            return super()._direct_assign(value)
+        value = jnp.asarray(value, dtype=self._dtype)
+        if state._kind == SYNC_ON_READ:
+            # tf.keras's cross-replica assign of a sync-on-read variable: reading it back gives `value`.
+            n = state._strategy.num_replicas_in_sync
+            share = value
+            if state._aggregation is VariableAggregation.SUM:
+                share = (value / n).astype(value.dtype) if jnp.issubdtype(value.dtype, jnp.inexact) else value
+                stacked = jnp.concatenate([share[None], jnp.zeros((n - 1, *share.shape), share.dtype)]) \
+                    if not jnp.issubdtype(value.dtype, jnp.inexact) else jnp.broadcast_to(share, (n, *share.shape))
+            else:
+                stacked = jnp.broadcast_to(share, (n, *share.shape))
+            self.__dict__["_value"] = _place(stacked, sharding_of(state))
+            return None
+        self.__dict__["_value"] = _place(value, sharding_of(state))
+        return None

@@ -1,0 +1,1 @@
+"""``tps.GradientTape``: TensorFlow's gradient tape over JAX's traced programs."""
