@@ -16,15 +16,25 @@ reached_preemption_sync_point``: its preemption service catches SIGTERM on
 any process and picks the next step every process reaches); with one process
 a Python SIGTERM handler sets a flag; if JAX's preemption service is off, the
 processes all-gather their flags at each ``run``.
+
+``TerminationConfig`` options, as TensorFlow documents them: ``save_fn``
+replaces the manager's save; ``exit_fn`` replaces ``sys.exit(42)`` (when it
+returns, training goes on and the handler stops watching); with
+``grace_period > 0`` the handler saves at once, keeps training, and saves a
+second time just before the deadline (notice time + grace period, less a
+margin of six estimated step times and one save time) before it exits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import numbers
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,17 +49,26 @@ RUN_CALLS_NAME = "_preemption_handler_run_calls"
 _API = "tps.experimental.PreemptionCheckpointHandler"
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+_LOG = logging.getLogger("tpustrategy")
+_STEP_MARGIN = 6  # TensorFlow's buffer: 3 x twice the estimated step time
+
+
+@dataclasses.dataclass(frozen=True)
 class TerminationConfig:
-    """How termination is noticed and how the process exits (``tf.distribute.experimental.TerminationConfig``).
+    """How termination is noticed and handled (``tf.distribute.experimental.TerminationConfig``).
 
     Attributes:
       termination_watcher_fn: polled every second; returning True is a
-        termination notice (default: SIGTERM is the notice).
-      exit_fn: called after the checkpoint is saved (default:
-        ``sys.exit(PREEMPTION_EXIT_CODE)``).
-      grace_period: seconds between the notice and the end (informational).
-      save_fn: accepted for compatibility; the handler's manager saves.
+        termination notice (SIGTERM is one too).
+      exit_fn: called after the preemption checkpoint is saved, instead of
+        ``sys.exit(PREEMPTION_EXIT_CODE)``. If it returns, training continues
+        and the handler no longer watches for notices.
+      grace_period: seconds between the notice and the forced end. With a
+        positive value the handler saves at once, keeps training, and saves
+        again shortly before the deadline, then exits (None or 0: save once
+        and exit).
+      save_fn: called instead of the checkpoint manager's save when a
+        checkpoint is due (``handler.total_run_calls`` says at which step).
     """
 
     termination_watcher_fn: Callable[[], bool] | None = None
@@ -62,16 +81,20 @@ class TerminationConfig:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"TerminationConfig: {name} must be callable or None; received "
-                                f"{type(value).__name__}.")
+                                f"{type(value).__name__}: {value!r}.\nFix: pass a function, e.g. "
+                                f"TerminationConfig({name}=lambda: ...).")
+        grace = self.grace_period
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, numbers.Real)
+                                  or not grace >= 0):
+            raise ValueError(f"TerminationConfig: grace_period must be a number of seconds >= 0 or "
+                             f"None; received {type(grace).__name__}: {grace!r}.\nFix: e.g. "
+                             "TerminationConfig(grace_period=30).")
 
 
 def _sync_manager_available() -> bool:
-    try:
-        from jax._src import distributed
-    except ImportError:  # pragma: no cover
-        return False
-    state = distributed.global_state
-    return state.client is not None and state.preemption_sync_manager is not None
+    from tpustrategy._src.jax_shims import coordination
+
+    return coordination.preemption_sync_available()
 
 
 class PreemptionCheckpointHandler:
@@ -131,6 +154,11 @@ class PreemptionCheckpointHandler:
         manager.restore_or_initialize()
         self._run_counter = int(checkpoint._objects[RUN_CALLS_NAME])
         self._notice = threading.Event()
+        self._notice_time: float | None = None
+        self._countdown_until: float | None = None  # grace period: when the final save is due
+        self._step_time: float | None = None  # running estimate of one run call
+        self._save_time = 0.0
+        self._done = False  # exit_fn returned: training goes on, nothing more is watched
         self._previous_handler: Any = None
         if _sync_manager_available():
             self._mode = "jax"  # JAX's preemption service catches SIGTERM and agrees on the step
@@ -149,6 +177,8 @@ class PreemptionCheckpointHandler:
         self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if self._notice_time is None:
+            self._notice_time = time.monotonic()
         self._notice.set()
 
     def _watch(self) -> None:
@@ -160,6 +190,8 @@ class PreemptionCheckpointHandler:
                     import os
 
                     os.kill(os.getpid(), signal.SIGTERM)  # hands the notice to JAX's service
+                if self._notice_time is None:
+                    self._notice_time = time.monotonic()
                 self._notice.set()
                 return
 
@@ -189,9 +221,14 @@ class PreemptionCheckpointHandler:
           What the function returns.
         """
         self._save_and_exit_if_preempted()
+        started = time.monotonic()
         result = distributed_train_function(*args, **kwargs)
+        self._time_step(time.monotonic() - started)
         self._count_run()
         return result
+
+    def _time_step(self, seconds: float) -> None:
+        self._step_time = seconds if self._step_time is None else 0.8 * self._step_time + 0.2 * seconds
 
     def save_checkpoint_if_preempted(self, *args: Any, **kwargs: Any) -> None:
         """Counts one step, saving and exiting first if preempted (for loops that do not use ``run``).
@@ -224,22 +261,58 @@ class PreemptionCheckpointHandler:
                   file=sys.stderr, flush=True)
             self._exit()
 
+    def _deadline_reached(self) -> bool:
+        assert self._countdown_until is not None
+        due = time.monotonic() >= self._countdown_until
+        if multihost.process_count() > 1:  # every process saves the final checkpoint at one step
+            return bool(multihost.allgather([int(due)]).any())
+        return due
+
     def _save_and_exit_if_preempted(self, *args: Any, **kwargs: Any) -> None:
+        if self._done:
+            return
+        if self._countdown_until is not None:
+            if not self._deadline_reached():
+                return
+            self._save(args, kwargs, "final checkpoint of the grace period")
+            self._exit()
+            return
         if not self._must_stop():
             return
-        self._manager.checkpoint._objects[RUN_CALLS_NAME] = self._run_counter
-        kwargs.setdefault("check_interval", False)
-        path = self._manager.save(*args, **kwargs)
-        multihost.barrier("preemption-saved")
-        print(f"tpustrategy: termination notice: process {multihost.process_index()} saved {path} "
-              f"after {self._run_counter} run calls; exiting with code {self.exit_code} (run the "
-              "same command again to resume).", file=sys.stderr, flush=True)
+        grace = float(self._config.grace_period or 0)
+        notice = self._notice_time if self._notice_time is not None else time.monotonic()
+        self._save(args, kwargs, "termination notice")
+        if grace > 0:
+            margin = _STEP_MARGIN * (self._step_time or 0.0) + self._save_time
+            self._countdown_until = notice + grace - margin
+            _LOG.info("%s: checkpoint saved; training continues for the grace period of %ss "
+                      "(final save in %.1fs).", _API, grace, self._countdown_until - time.monotonic())
+            return
         self._exit()
 
+    def _save(self, args: tuple[Any, ...], kwargs: dict[str, Any], why: str) -> None:
+        self._manager.checkpoint._objects[RUN_CALLS_NAME] = self._run_counter
+        started = time.monotonic()
+        if self._config.save_fn is not None:
+            self._config.save_fn()
+            where = "by save_fn"
+        else:
+            kwargs.setdefault("check_interval", False)
+            where = self._manager.save(*args, **kwargs)
+        self._save_time = time.monotonic() - started
+        multihost.barrier("preemption-saved")
+        print(f"tpustrategy: {why}: process {multihost.process_index()} saved {where} after "
+              f"{self._run_counter} run calls.", file=sys.stderr, flush=True)
+
     def _exit(self) -> None:
+        self._done = True
+        self._countdown_until = None
+        self._notice.set()  # stops the watcher thread
         if self._config.exit_fn is not None:
             self._config.exit_fn()
         else:
+            print(f"tpustrategy: exiting with code {self.exit_code} (run the same command again to "
+                  "resume).", file=sys.stderr, flush=True)
             self._close_iterators()
             sys.exit(self.exit_code)
 
