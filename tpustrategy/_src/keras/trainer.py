@@ -1,5 +1,146 @@
-"""Placeholder, replaced below."""
+"""Keras's JAX trainer under a strategy: ``compile``, ``fit``, ``evaluate``, ``predict``.
+
+Keras's own trainer does the work (its jitted ``train_step`` with state laid
+out by the strategy's distribution, see ``distribution``). This module adds:
+
+- the model's strategy is Keras's distribution for the whole call, also when
+  ``fit`` is called after ``strategy.scope()`` ended (TensorFlow's guide does);
+- ``tpsd`` datasets and distributed datasets as ``x`` (``data``);
+- ``steps_per_execution=N`` as one compiled program per N steps (``steps``),
+  never past ``steps_per_epoch``;
+- ``tps.optimizers`` / ``tps.metrics`` in ``compile`` are refused with the
+  name of the Keras equivalent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+from tpustrategy._src.keras import data as data_lib
+from tpustrategy._src.keras import distribution
+
+
+def model_strategy(model: Any) -> Any:
+    """The strategy a model's variables belong to (or the current scope's), else None."""
+    from tpustrategy._src.keras.patches import strategy_of
+
+    found = strategy_of(list(getattr(model, "variables", []) or []))
+    if found is None:
+        found = distribution.strategy_of_distribution(distribution.current())
+    return found
+
+
+@contextlib.contextmanager
+def _under(model: Any) -> Any:
+    strategy = model_strategy(model)
+    if strategy is None:
+        yield None
+        return
+    dist = distribution.for_strategy(strategy)
+    if distribution.current() is dist:
+        yield strategy
+        return
+    with dist.scope():
+        yield strategy
+
+
+def _equivalent(obj: Any, family: str) -> str:
+    return f"keras.{family}.{type(obj).__name__}(...)"
+
+
+def check_compile_arguments(optimizer: Any, metrics: Any, weighted_metrics: Any) -> None:
+    """Refuses tps.optimizers / tps.metrics, naming the Keras class to use instead."""
+    import jax
+
+    from tpustrategy._src.metrics.base import Metric
+    from tpustrategy._src.optimizers.optimizer import Optimizer
+
+    if isinstance(optimizer, Optimizer):
+        raise TypeError(
+            f"Model.compile: `optimizer` is a tps.optimizers.{type(optimizer).__name__}, which updates "
+            "tps.Variables; Keras's trainer needs a Keras optimizer. Received: "
+            f"optimizer={optimizer!r:.60}.\nFix: pass {_equivalent(optimizer, 'optimizers')} with the same "
+            "arguments (created under strategy.scope() it applies all-reduced gradients)."
+        )
+    for group, name in ((metrics, "metrics"), (weighted_metrics, "weighted_metrics")):
+        for m in jax.tree_util.tree_leaves(group, is_leaf=lambda x: isinstance(x, Metric)):
+            if isinstance(m, Metric):
+                raise TypeError(
+                    f"Model.compile: `{name}` holds a tps.metrics.{type(m).__name__}; Keras's trainer "
+                    f"needs Keras metrics. Received: {m!r:.60}.\nFix: pass {_equivalent(m, 'metrics')} "
+                    "(created under strategy.scope() its state is sync-on-read, as in tf.keras)."
+                )
 
 
 def install() -> None:
-    return None
+    from keras.src.backend.jax import trainer as jax_trainer
+    from keras.src.trainers import data_adapters, epoch_iterator
+    from keras.src.trainers import trainer as base_trainer
+
+    from tpustrategy._src.keras import steps
+
+    original_compile = base_trainer.Trainer.compile
+
+    @functools.wraps(original_compile)
+    def compile(self: Any, optimizer: Any = "rmsprop", *args: Any, **kwargs: Any) -> Any:
+        check_compile_arguments(optimizer, kwargs.get("metrics"), kwargs.get("weighted_metrics"))
+        with _under(self):
+            return original_compile(self, optimizer, *args, **kwargs)
+
+    base_trainer.Trainer.compile = compile
+
+    for name in ("fit", "evaluate", "predict"):
+        original = getattr(jax_trainer.JAXTrainer, name)
+
+        def wrapped(self: Any, *args: Any, __original: Any = original, __name: str = name, **kwargs: Any) -> Any:
+            x = args[0] if args else kwargs.get("x")
+            if data_lib.is_tps_dataset(x):
+                data_lib.check_unused(f"Model.{__name}", kwargs.get("y"), kwargs.get("sample_weight"),
+                                      kwargs.get("batch_size"), kwargs.get("class_weight"))
+            with _under(self) as strategy:
+                if strategy is not None:
+                    steps.install_functions(self, strategy)
+                return __original(self, *args, **kwargs)
+
+        functools.update_wrapper(wrapped, original)
+        setattr(jax_trainer.JAXTrainer, name, wrapped)
+
+    original_get = data_adapters.get_data_adapter
+
+    @functools.wraps(original_get)
+    def get_data_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: Any = None,
+                         steps_per_epoch: Any = None, shuffle: Any = False, class_weight: Any = None) -> Any:
+        if data_lib.is_tps_dataset(x):
+            strategy = distribution.strategy_of_distribution(distribution.current())
+            if strategy is None and data_lib.is_distributed_dataset(x):
+                strategy = x._strategy if hasattr(x, "_strategy") else None
+            return data_lib.adapter_class()(x, strategy, steps_per_epoch)
+        return original_get(x, y=y, sample_weight=sample_weight, batch_size=batch_size,
+                            steps_per_epoch=steps_per_epoch, shuffle=shuffle, class_weight=class_weight)
+
+    data_adapters.get_data_adapter = get_data_adapter
+    epoch_iterator.data_adapters.get_data_adapter = get_data_adapter
+
+    original_iter = jax_trainer.JAXEpochIterator._get_iterator
+
+    @functools.wraps(original_iter)
+    def _get_iterator(self: Any) -> Any:
+        if isinstance(self.data_adapter, data_lib.adapter_class()):
+            return self.data_adapter.get_jax_iterator()  # already global arrays on the mesh
+        return original_iter(self)
+
+    jax_trainer.JAXEpochIterator._get_iterator = _get_iterator
+
+    original_next = jax_trainer.JAXEpochIterator.__next__
+
+    def __next__(self: Any) -> Any:
+        begin, end, iterator = original_next(self)
+        limit = self.steps_per_epoch or self._num_batches
+        if limit and self.steps_per_execution > 1:
+            count = max(0, min(self.steps_per_execution, limit - begin))
+            return begin, begin + count - 1, steps.Limited(iterator, count)
+        return begin, end, iterator
+
+    jax_trainer.JAXEpochIterator.__next__ = __next__

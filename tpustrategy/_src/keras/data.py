@@ -1,0 +1,153 @@
+"""``fit`` / ``evaluate`` / ``predict`` over ``tpsd`` datasets and distributed datasets.
+
+A ``tpsd.Dataset`` of global batches is distributed with the strategy's own
+``experimental_distribute_dataset`` (auto-sharded across processes, prefetched
+to the devices); a distributed dataset is used as it is. Each step's
+per-replica pieces become one global batch for Keras's trainer:
+
+- equal pieces (every full batch): the stacked ``[R, b/R, ...]`` array is
+  re-viewed as ``[b, ...]`` split over ``"replica"`` without copying (each
+  device keeps its piece);
+- unequal pieces (a partial last batch): the true rows of every replica are
+  gathered into one replicated ``[n, ...]`` batch, so Keras computes on exactly
+  the examples single-device Keras would (losses, metrics and the loss
+  tracker's weight ``n``), each counted once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.values.distributed import DistributedValues
+from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+
+
+def is_distributed_dataset(x: Any) -> bool:
+    return type(x).__name__ in ("DistributedDataset", "DistributedDatasetsFromFunction")
+
+
+def is_tps_dataset(x: Any) -> bool:
+    from tpustrategy._src.data.dataset import Dataset
+
+    return isinstance(x, Dataset) or is_distributed_dataset(x)
+
+
+def _global_batch(leaf: Any, strategy: Any) -> Any:
+    if not isinstance(leaf, DistributedValues):
+        return leaf
+    mesh = strategy.mesh
+    shapes = leaf.shapes
+    stacked = leaf.stacked_array(NamedSharding(mesh, P(REPLICA_AXIS)))
+    if len(set(shapes)) == 1 and shapes[0]:
+        per = shapes[0]
+        shape = (len(shapes) * per[0], *per[1:])
+        target = NamedSharding(mesh, P(REPLICA_AXIS))
+        pieces = [s.data.reshape(per) for s in stacked.addressable_shards]
+        return jax.make_array_from_single_device_arrays(shape, target, pieces)
+    pad = stacked.shape[1] if stacked.ndim > 1 else 0
+    rows = np.concatenate([np.arange(r * pad, r * pad + (s[0] if s else 0)) for r, s in enumerate(shapes)])
+    return _gather_rows(stacked, rows, mesh)
+
+
+def _gather_rows(stacked: Any, rows: np.ndarray, mesh: Any) -> Any:
+    key = (stacked.shape, stacked.dtype, tuple(rows.tolist()), id(mesh))
+    fn = _GATHERS.get(key)
+    if fn is None:
+        idx = np.asarray(rows, np.int32)
+
+        def gather(a: Any) -> Any:
+            return a.reshape((a.shape[0] * a.shape[1], *a.shape[2:]))[idx]
+
+        fn = _GATHERS[key] = jax.jit(gather, out_shardings=NamedSharding(mesh, P()))
+    return fn(stacked)
+
+
+_GATHERS: dict[Any, Any] = {}
+
+
+def to_keras_batch(element: Any, strategy: Any) -> Any:
+    """One distributed step as a Keras batch: a tuple ``(x, y, sample_weight)`` of global arrays."""
+    out = jax.tree_util.tree_map(lambda leaf: _global_batch(leaf, strategy), element,
+                                 is_leaf=lambda v: isinstance(v, DistributedValues))
+    return tuple(out) if isinstance(out, list) else out
+
+
+def _adapter_base() -> type:
+    from keras.src.trainers.data_adapters.data_adapter import DataAdapter
+
+    return DataAdapter
+
+
+_CLASS: list[type] = []
+
+
+def adapter_class() -> type:
+    if _CLASS:
+        return _CLASS[0]
+
+    class StrategyDataAdapter(_adapter_base()):
+        """Keras's data adapter for tpsd datasets and distributed datasets."""
+
+        def __init__(self, x: Any, strategy: Any, steps: int | None = None):
+            self._strategy = strategy
+            self._given = x
+            if strategy is not None and not is_distributed_dataset(x):
+                x = strategy.experimental_distribute_dataset(x)
+            self._source = x
+            n = x.cardinality() if hasattr(x, "cardinality") else -2
+            n = int(n)
+            self._num_batches = steps if steps else (n if n >= 0 else None)
+
+        def get_jax_iterator(self) -> Any:
+            if self._strategy is None:
+                for batch in self._source.as_numpy_iterator():
+                    yield tuple(batch) if isinstance(batch, list) else batch
+                return
+            for element in self._source:
+                yield to_keras_batch(element, self._strategy)
+
+        def get_numpy_iterator(self) -> Any:
+            for batch in self.get_jax_iterator():
+                yield jax.tree_util.tree_map(np.asarray, batch)
+
+        def get_tf_dataset(self) -> Any:
+            raise NotImplementedError("tpustrategy's Keras data adapter yields JAX arrays only.")
+
+        def get_torch_dataloader(self) -> Any:
+            raise NotImplementedError("tpustrategy's Keras data adapter yields JAX arrays only.")
+
+        @property
+        def num_batches(self) -> int | None:
+            return self._num_batches
+
+        @property
+        def batch_size(self) -> int | None:
+            return None
+
+        @property
+        def has_partial_batch(self) -> bool | None:
+            return None
+
+        @property
+        def partial_batch_size(self) -> int | None:
+            return None
+
+    _CLASS.append(StrategyDataAdapter)
+    return StrategyDataAdapter
+
+
+def check_unused(api: str, y: Any, sample_weight: Any, batch_size: Any, class_weight: Any) -> None:
+    """Keras's rule for datasets: targets, weights and batch size come from the dataset."""
+    for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size),
+                        ("class_weight", class_weight)):
+        if value is not None:
+            raise ValueError(
+                f"{api}: `{name}` cannot be given with a tpsd dataset (the dataset yields "
+                f"(x, y[, sample_weight]) global batches). Received: {name}={value!r:.60}.\nFix: put "
+                f"{name} into the dataset, e.g. tpsd.Dataset.from_tensor_slices((x, y)).batch(global_batch_size)."
+            )

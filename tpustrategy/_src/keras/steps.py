@@ -1,0 +1,103 @@
+"""``steps_per_execution=N``: one compiled program per N steps of Keras's own step.
+
+Keras 3.15's JAX trainer loops in Python around its one-step program (N
+dispatches). For a model under a strategy the train and test functions are
+replaced by one ``jax.jit`` of N unrolled ``train_step``/``test_step`` calls
+(state donated, laid out like Keras's), so a TPU-style execution is one
+program: the same arithmetic, in the same order, as N single steps. A
+shorter run — the end of an epoch or of ``steps_per_epoch``, or a partial
+last batch whose shape differs — runs the one-step program for each of its
+steps, so no step runs past the epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+
+class Limited:
+    """An iterator that stops after ``count`` items (one execution's share of an epoch)."""
+
+    def __init__(self, iterator: Any, count: int):
+        self._it, self._left = iterator, count
+
+    def __iter__(self) -> Limited:
+        return self
+
+    def __next__(self) -> Any:
+        if self._left <= 0:
+            raise StopIteration
+        self._left -= 1
+        return next(self._it)
+
+
+def _signature(batch: Any) -> Any:
+    leaves, treedef = jax.tree_util.tree_flatten(batch)
+    return treedef, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in leaves)
+
+
+def _iterator_step(one: Any, many: Any, n: int) -> Any:
+    def step(state: Any, iterator: Any) -> Any:
+        batches = []
+        for _ in range(n):
+            try:
+                batches.append(next(iterator))
+            except StopIteration:
+                break
+        if not batches:
+            raise StopIteration
+        if len(batches) == n and len({_signature(b) for b in batches}) == 1:
+            return many(state, batches)
+        logs = None
+        for batch in batches:
+            logs, state = one(state, batch)
+        return logs, state
+
+    return step
+
+
+def _unrolled(step_fn: Any) -> Any:
+    def many(state: Any, batches: list[Any]) -> Any:
+        logs = None
+        for batch in batches:
+            logs, state = step_fn(state, batch)
+        return logs, state
+
+    return many
+
+
+def install_functions(model: Any, strategy: Any) -> None:
+    """Gives ``model`` N-step train and test programs when ``steps_per_execution > 1``."""
+    if getattr(model, "_tps_steps_installed", False):
+        return
+    model._tps_steps_installed = True
+
+    def make_train_function(force: bool = False) -> Any:
+        if model.train_function is not None and not force:
+            return None
+        n = int(model.steps_per_execution)
+        if n <= 1 or model.run_eagerly or not model.jit_compile:
+            return type(model).make_train_function(model, force=force)
+        shardings = (None, model._get_state_sharding_spec())
+        one = jax.jit(model.train_step, donate_argnums=0, out_shardings=shardings)
+        many = jax.jit(_unrolled(model.train_step), donate_argnums=0, out_shardings=shardings)
+        model.train_function = _iterator_step(one, many, n)
+        return None
+
+    def make_test_function(force: bool = False) -> Any:
+        if model.test_function is not None and not force:
+            return None
+        n = int(model.steps_per_execution)
+        if n <= 1 or model.run_eagerly or not model.jit_compile:
+            return type(model).make_test_function(model, force=force)
+        trainable, non_trainable, _, metrics = model._get_state_sharding_spec()
+        shardings = (None, (trainable, non_trainable, metrics))
+        one = jax.jit(model.test_step, donate_argnums=0, out_shardings=shardings)
+        many = jax.jit(_unrolled(model.test_step), donate_argnums=0, out_shardings=shardings)
+        model.test_function = _iterator_step(one, many, n)
+        return None
+
+    model.make_train_function = make_train_function
+    model.make_test_function = make_test_function
