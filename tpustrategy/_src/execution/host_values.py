@@ -5,17 +5,59 @@ Each process holds only its own replicas' components of a host-built
 NumPy arrays). Before such values enter a program every process must know
 every replica's shape, so all of them build the same (uniform or ragged)
 program: one all-gather of the shapes does it.
+
+A concrete distributed value that a ``tps.function`` closes over (instead of
+taking it as an argument) is met while tracing. Its components span every
+process, so it cannot become a constant of the program; ``evaluate_captured``
+combines it (``strategy.reduce``, ``strategy.gather``) at trace time, on every
+process together, into a value each process holds whole — the constant. Host
+values never change, so the constant is the value TensorFlow's captured
+tensors would give.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.values import regroup
-from tpustrategy._src.values.distributed import PerReplica
+from tpustrategy._src.values.distributed import DistributedValues, PerReplica
+from tpustrategy._src.variables import frames
+
+
+def is_captured(value: Any) -> bool:
+    """Multi-host: a concrete distributed value met while tracing (closed over by the traced function)."""
+    return (isinstance(value, DistributedValues) and not value.is_traced and frames.current() is not None
+            and across_processes.multi_process())
+
+
+def evaluate_captured(compute: Callable[[], Any]) -> np.ndarray:
+    """Runs ``compute`` (a cross-process combination of a captured value) now, outside the trace.
+
+    It runs on a helper thread, because JAX's trace state is per thread (as for
+    batches pulled during a trace). Every process traces the same function at the
+    same point (SPMD), so the collectives inside ``compute`` meet. The result is
+    replicated, so every process reads it whole and the trace takes it as a constant.
+    """
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = np.asarray(compute())
+        except BaseException as e:  # re-raised on the tracing thread
+            box["error"] = e
+
+    thread = threading.Thread(target=work, name="tps-captured-value", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def agree_on_shapes(tree: Any) -> None:
@@ -55,3 +97,44 @@ def agree_on_shapes(tree: Any) -> None:
         k = len(leaf.values)
         leaf.set_global_shapes([s for p in per_process for s in p[offset:offset + k]])
         offset += k
+
+
+class LocalResults(tuple):
+    """``experimental_local_results`` of a traced value inside a multi-host ``tps.function``.
+
+    The program is the same on every process, so while tracing this tuple holds
+    every replica's component; the function's result then becomes this
+    process's own components (TensorFlow's local results), because the tuple is
+    a pytree node around the distributed value, rebuilt after the program runs.
+    """
+
+    _value: Any
+    _num_local: int
+
+    def __new__(cls, value: Any, num_local: int) -> LocalResults:
+        obj = super().__new__(cls, regroup.local_results(value, num_local))
+        obj._value = value
+        obj._num_local = num_local
+        return obj
+
+
+def _flatten_local_results(x: LocalResults) -> tuple[tuple[Any], int]:
+    return (x._value,), x._num_local
+
+
+def _unflatten_local_results(num_local: int, children: Any) -> LocalResults:
+    return LocalResults(children[0], num_local)
+
+
+jax.tree_util.register_pytree_node(LocalResults, _flatten_local_results, _unflatten_local_results)
+
+
+def local_results_in_trace(value: Any, num_local: int) -> LocalResults | None:
+    """A ``LocalResults`` when ``value`` holds traced distributed values of a multi-host job's
+    ``tps.function``; else None (the plain tuple of local components is right)."""
+    frame = frames.current()
+    if frame is None or frame.level != "cross" or not across_processes.multi_process():
+        return None
+    if not any(isinstance(leaf, DistributedValues) and leaf.is_traced for leaf in regroup.flatten(value)[0]):
+        return None
+    return LocalResults(value, num_local)

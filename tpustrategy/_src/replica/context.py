@@ -97,6 +97,14 @@ class ReplicaContext:
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
         return self._merge_call(merge_fn, tuple(args), dict(kwargs or {}))
 
+    def _update(self, var: Any, fn: Any, args: Any = (), kwargs: Any = None, group: bool = True) -> Any:
+        """TensorFlow's private ``ReplicaContext._update``: ``extended.update`` through ``merge_call``."""
+
+        def merge_fn(strategy: Any, *merged_args: Any, **merged_kwargs: Any) -> Any:
+            return strategy.extended.update(var, fn, merged_args, merged_kwargs, group=group)
+
+        return self.merge_call(merge_fn, args=args, kwargs=kwargs)
+
     def experimental_logical_device(self, logical_device_id: int) -> Any:
         """Accepted and validated: under SPMD partitioning XLA places the replica's work on its cores."""
         from tpustrategy._src.strategy.logical_devices import logical_device_scope

@@ -227,6 +227,9 @@ class Strategy:
     # Values ------------------------------------------------------------------------
     def experimental_local_results(self, value: Any) -> tuple[Any, ...]:
         """The local replicas' components of ``value`` as a tuple."""
+        traced = host_values.local_results_in_trace(value, len(self._local_devices))
+        if traced is not None:
+            return traced
         return regroup.local_results(value, len(self._local_devices))
 
     def gather(self, value: Any, axis: int) -> Any:

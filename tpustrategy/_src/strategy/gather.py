@@ -17,6 +17,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.execution import host_values
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
@@ -49,6 +50,14 @@ def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) 
         x = jnp.asarray(value.replicated_array if isinstance(value, Mirrored) else value)
         a = _axis(axis, x.ndim)
         return jnp.concatenate([x] * num_replicas, axis=a)
+    if host_values.is_captured(value):
+        # Closed over by a tps.function on a multi-host job: gathered now, a constant of the program.
+        return jnp.asarray(host_values.evaluate_captured(
+            lambda: _gather_per_replica(value, axis, split_sharding)))
+    return _gather_per_replica(value, axis, split_sharding)
+
+
+def _gather_per_replica(value: DistributedValues, axis: Any, split_sharding: Any) -> Any:
     shapes = value.shapes
     a = _axis(axis, len(shapes[0]))
     stacked = value.stacked_array(split_sharding)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tpustrategy._src.execution import host_values
 from tpustrategy._src.reduce_op import ReduceOp
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.replica.collectives import default_float_dtype
@@ -61,6 +62,10 @@ def reduce_value(op: ReduceOp, value: Any, axis: Any, num_replicas: int, split_s
     if isinstance(value, Mirrored):
         return _reduce_plain(op, value.replicated_array, axis, num_replicas)
     if isinstance(value, DistributedValues):
+        if host_values.is_captured(value):
+            # Closed over by a tps.function on a multi-host job: reduced now, a constant of the program.
+            return jnp.asarray(host_values.evaluate_captured(
+                lambda: _reduce_per_replica(op, value, axis, num_replicas, split_sharding)))
         return _reduce_per_replica(op, value, axis, num_replicas, split_sharding)
     if getattr(value, "_tps_distributed_variable", False):
         return _reduce_plain(op, value.read_value(), axis, num_replicas)
