@@ -82,6 +82,18 @@ def test_raw_runtime_errors_are_classified_by_what_they_say_about_peers(text, ki
     assert faults.classify(jax.errors.JaxRuntimeError(text)) == kind
 
 
+@pytest.mark.parametrize(("pattern", "example", "kind"),
+                         [(p, e, "lost") for p, e in faults.LOST_PATTERNS]
+                         + [(p, e, "timeout") for p, e in faults.TIMEOUT_PATTERNS])
+def test_every_pattern_matches_its_example_and_only_its_kind(pattern, example, kind):
+    import re
+
+    assert re.search(pattern, example, re.IGNORECASE), (pattern, example)
+    assert faults.classify(jax.errors.JaxRuntimeError(f"INTERNAL: {example}")) == kind
+    if kind == "timeout":  # a timeout's text must not also read as a lost peer
+        assert not any(re.search(p, example, re.IGNORECASE) for p, _ in faults.LOST_PATTERNS)
+
+
 def test_translate_without_a_monitor_still_gives_the_named_class():
     assert health.current() is None
     lost = health.translate(jax.errors.JaxRuntimeError("Connection reset by peer"))

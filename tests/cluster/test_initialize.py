@@ -292,19 +292,19 @@ TWO_WORKERS = {"cluster": {"worker": ["127.0.0.1:7001", "127.0.0.1:7002"]},
 
 def test_a_strategy_joins_the_tf_config_job_itself_when_jax_has_not_started(jax_init,
                                                                               monkeypatch):
-    from jax._src import xla_bridge
+    from tpustrategy._src.jax_shims import backend
 
     monkeypatch.setenv("TF_CONFIG", json.dumps(TWO_WORKERS))
-    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: False)
+    monkeypatch.setattr(backend, "backends_started", lambda: False)
     init_module.join_for_strategy()
     jax_init.assert_called_once_with(**expected("127.0.0.1:7001", 2, 1))
 
 
 def test_a_strategy_too_late_to_join_says_to_call_initialize_first(jax_init, monkeypatch):
-    from jax._src import xla_bridge
+    from tpustrategy._src.jax_shims import backend
 
     monkeypatch.setenv("TF_CONFIG", json.dumps(TWO_WORKERS))
-    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: True)
+    monkeypatch.setattr(backend, "backends_started", lambda: True)
     with pytest.raises(RuntimeError) as info:
         tps.MultiWorkerMirroredStrategy()
     message = str(info.value)

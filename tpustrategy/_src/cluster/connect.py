@@ -14,9 +14,9 @@ from typing import Any
 
 
 def _is_started() -> bool:
-    from jax._src import distributed
+    from tpustrategy._src.jax_shims import coordination
 
-    return distributed.global_state.client is not None
+    return coordination.is_initialized()
 
 
 def experimental_connect_to_cluster(cluster_spec_or_resolver: Any, job_name: str = "localhost",

@@ -4,7 +4,8 @@
 When process 0 is killed, every other process's JAX client notices the service
 is gone within milliseconds and aborts (SIGABRT) before anything else can act.
 ``tps.initialize`` therefore starts the service in a helper process (this file,
-run by path: it imports only the standard library and ``jaxlib``) and hands JAX
+run by path: it imports only the standard library, ``jaxlib`` and
+``jax_shims/runtime_service.py`` by path) and hands JAX
 a stand-in whose ``shutdown()`` tells the helper to stop. When process 0 dies,
 the helper keeps serving while the other processes still hold connections (at
 most ``linger`` seconds), so their health monitors, which see process 0's link
@@ -84,29 +85,24 @@ def hosted(enabled: bool, *, linger: float = LINGER_S) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from jaxlib import _jax
+    from tpustrategy._src.jax_shims import runtime_service
 
-    original = _jax.get_distributed_runtime_service
-    lock = threading.Lock()
+    def make(original: Any) -> Any:
+        def get_service(address: str, num_nodes: int, heartbeat_timeout: int | None = None,
+                        cluster_register_timeout: int | None = None,
+                        shutdown_timeout: int | None = None,
+                        recoverable: bool | None = None) -> Any:
+            if recoverable or cluster_register_timeout is not None:
+                return original(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
+                                cluster_register_timeout=cluster_register_timeout,
+                                shutdown_timeout=shutdown_timeout, recoverable=recoverable)
+            return start(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
+                         shutdown_timeout=shutdown_timeout, linger=linger)
 
-    def get_service(address: str, num_nodes: int, heartbeat_timeout: int | None = None,
-                    cluster_register_timeout: int | None = None,
-                    shutdown_timeout: int | None = None, recoverable: bool | None = None) -> Any:
-        with lock:
-            _jax.get_distributed_runtime_service = original
-        if recoverable or cluster_register_timeout is not None:
-            return original(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
-                            cluster_register_timeout=cluster_register_timeout,
-                            shutdown_timeout=shutdown_timeout, recoverable=recoverable)
-        return start(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
-                     shutdown_timeout=shutdown_timeout, linger=linger)
+        return get_service
 
-    _jax.get_distributed_runtime_service = get_service
-    try:
+    with runtime_service.replaced(make):
         yield
-    finally:
-        with lock:
-            _jax.get_distributed_runtime_service = original
 
 
 # -- the helper process --------------------------------------------------------------------
@@ -139,16 +135,27 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _load_shim() -> Any:
+    """``jax_shims.runtime_service`` loaded by path (this helper imports no tpustrategy package)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jax_shims",
+                        "runtime_service.py")
+    spec = importlib.util.spec_from_file_location("_tps_runtime_service", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _serve(argv: list[str]) -> int:
     bind, num, heartbeat, shutdown, linger, launcher = argv
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     port = int(bind.rsplit(":", 1)[1])
     try:
-        from jaxlib import _jax
-
         kwargs = {k: int(v) for k, v in (("heartbeat_timeout", heartbeat),
                                           ("shutdown_timeout", shutdown)) if int(v) > 0}
-        service = _jax.get_distributed_runtime_service(bind, int(num), **kwargs)
+        service = _load_shim().start(bind, int(num), **kwargs)
     except Exception as err:  # noqa: BLE001 - reported to process 0, which raises
         print(f"error {type(err).__name__}: {err}", flush=True)
         return 1

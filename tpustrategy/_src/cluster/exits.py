@@ -176,10 +176,10 @@ def _at_exit() -> None:
     monitor.exiting = True
     monitor.say_bye()
     try:
-        from jax._src import distributed
+        from tpustrategy._src.jax_shims import coordination
 
-        client = distributed.global_state.client
-    except ImportError:
+        client = coordination.client()
+    except (ImportError, RuntimeError):  # JAX is gone (interpreter shutdown) or moved
         client = None
     if client is not None:
         # A process leaving with sys.exit(n != 0) is failing: peers that will never

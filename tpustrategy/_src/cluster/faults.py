@@ -32,14 +32,29 @@ EXIT_DEADLINE_EXCEEDED = 76
 MARKER = "tpustrategy.fault:"
 
 LOST, ERROR, LEFT, STUCK, MISSING = "lost", "error", "left", "stuck", "missing"
+TIMEOUT = "timeout"  # what classify() says of a raw error that timed out (not a Fault kind)
 _UNAVAILABLE_KINDS = (LOST, ERROR, LEFT)
 _KINDS = (LOST, ERROR, LEFT, STUCK, MISSING)
 
-# Raw runtime errors that mean "the other side went away" / "the other side never came".
-_LOST_PATTERNS = re.compile(
-    r"connection (closed|reset)|broken pipe|socket closed|connection refused|"
-    r"end of file|\bUNAVAILABLE\b|is not connected", re.IGNORECASE)
-_TIMEOUT_PATTERNS = re.compile(r"timed out|deadline[ _]exceeded|timeout", re.IGNORECASE)
+# The only place raw runtime-error text (XLA's gloo collectives, gRPC, the coordination
+# service) is read: each pattern with an example of the text it stands for (tests check
+# every one). "Lost": the other side went away; "timeout": it did not answer in time.
+LOST_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"connection (closed|reset)", "Gloo AllGather failed: [pair.cc:547] Connection closed by peer"),
+    (r"broken pipe", "Gloo all-reduce failed: Write error: Broken pipe"),
+    (r"socket closed", "Socket closed"),
+    (r"connection refused", "failed to connect to all addresses; last error: Connection refused"),
+    (r"end of file", "Read error: unexpected end of file"),
+    (r"\bUNAVAILABLE\b", "UNAVAILABLE: Failed to send RPC to coordination service"),
+    (r"is not connected", "Transport endpoint is not connected"),
+)
+TIMEOUT_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"timed out", "Gloo AllGather failed: Timed out waiting 30000ms for recv operation"),
+    (r"deadline[ _]exceeded", "DEADLINE_EXCEEDED: Deadline Exceeded"),
+    (r"timeout", "Barrier timeout. Barrier_id: tps/exit"),
+)
+_LOST = re.compile("|".join(p for p, _ in LOST_PATTERNS), re.IGNORECASE)
+_TIMEOUT = re.compile("|".join(p for p, _ in TIMEOUT_PATTERNS), re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -174,10 +189,10 @@ def parse_marker(line: str) -> dict[str, Any] | None:
 def classify(error: BaseException) -> str | None:
     """``"lost"``, ``"timeout"`` or None: what a raw runtime error says about the peers."""
     text = str(error)
-    if _LOST_PATTERNS.search(text):
+    if _LOST.search(text):
         return LOST
-    if _TIMEOUT_PATTERNS.search(text):
-        return "timeout"
+    if _TIMEOUT.search(text):
+        return TIMEOUT
     return None
 
 

@@ -43,10 +43,6 @@ ENV_NUM_PROCESSES = "TPS_NUM_PROCESSES"
 ENV_PROCESS_ID = "TPS_PROCESS_ID"
 # Set by the launcher: every process's address (process 0's is the coordinator's).
 ENV_PROCESS_ADDRESSES = "TPS_PROCESS_ADDRESSES"
-_COLLECTIVE_FLAG = "--xla_cpu_collective_timeout_seconds"
-# Versions of jaxlib on which the flag above was checked to exist (an unknown
-# XLA flag aborts the process, so it is never set blindly).
-_COLLECTIVE_FLAG_MIN_JAX = (0, 10)
 _FIELDS = ("coordinator_address", "num_processes", "process_id")
 
 
@@ -154,14 +150,10 @@ def _unset_proxies() -> None:
 
 
 def _set_collective_timeout(seconds: int | None) -> None:
-    import jax
+    from tpustrategy._src.jax_shims import backend_flags
 
-    if seconds is None or _COLLECTIVE_FLAG in os.environ.get("XLA_FLAGS", ""):
-        return
-    if tuple(jax.__version_info__[:2]) < _COLLECTIVE_FLAG_MIN_JAX:
-        return
-    flags = os.environ.get("XLA_FLAGS", "")
-    os.environ["XLA_FLAGS"] = f"{flags} {_COLLECTIVE_FLAG}={seconds}".strip()
+    # Only on jaxlib versions known to have the flag: an unknown XLA flag aborts the process.
+    backend_flags.set_collective_timeout(seconds)
 
 
 def initialize(cluster_resolver: Any = None, *, coordinator_address: str | None = None,
@@ -308,10 +300,10 @@ def join_for_strategy(cluster_resolver: Any = None, *,
     with _lock:
         done = _done
     if done is not None or jax.distributed.is_initialized():
-        from jax._src import distributed
+        from tpustrategy._src.jax_shims import coordination
 
-        running = (distributed.global_state.num_processes if jax.distributed.is_initialized()
-                   else 1)
+        job = coordination.running_job()
+        running = job.num_processes if job is not None else 1
         if running != wanted:
             raise RuntimeError(
                 f"{api}: {where} describes a job of {wanted} processes, but this process "
@@ -319,9 +311,9 @@ def join_for_strategy(cluster_resolver: Any = None, *,
                 "called with other values).\nFix: give tps.initialize() the same cluster as "
                 "the strategy, or call it without arguments so that it reads TF_CONFIG.")
         return
-    from jax._src import xla_bridge
+    from tpustrategy._src.jax_shims import backend
 
-    if xla_bridge.backends_are_initialized():
+    if backend.backends_started():
         raise RuntimeError(
             f"{api}: {where} describes a job of {wanted} processes (this is process "
             f"{values['process_id']}), but JAX already started in this process as a single "
@@ -333,15 +325,13 @@ def join_for_strategy(cluster_resolver: Any = None, *,
 
 
 def _check_not_started_elsewhere(values: dict[str, Any]) -> None:
-    import jax
+    from tpustrategy._src.jax_shims import coordination
 
-    if not jax.distributed.is_initialized():
+    job = coordination.running_job()
+    if job is None:
         return
-    from jax._src import distributed
-
-    state = distributed.global_state
-    running = {"coordinator_address": state.coordinator_address,
-               "num_processes": state.num_processes, "process_id": state.process_id}
+    running = {"coordinator_address": job.coordinator_address,
+               "num_processes": job.num_processes, "process_id": job.process_id}
     if all(values[k] in (None, running[k]) for k in _FIELDS):
         return
     raise RuntimeError(

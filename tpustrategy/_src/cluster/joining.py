@@ -90,20 +90,20 @@ def join(kwargs: dict[str, Any], values: dict[str, Any], monitor: health.Monitor
 def connect_peers(monitor: health.Monitor | None, values: dict[str, Any], *,
                   heartbeat_timeout: int, shutdown_timeout: int, timeout: int) -> None:
     """After the join: the monitor links to every peer (or is dropped when JAX is a stand-in)."""
-    from jax._src import distributed
+    from tpustrategy._src.jax_shims import coordination
 
-    state = distributed.global_state
-    if state.client is None or state.num_processes < 2:
+    client, job = coordination.client(), coordination.running_job()
+    if client is None or job is None or job.num_processes < 2:
         if monitor is not None:
             monitor.stop()
         return
     if monitor is None:
         monitor = start_monitor(
-            {**values, "process_id": state.process_id, "num_processes": state.num_processes},
+            {**values, "process_id": job.process_id, "num_processes": job.num_processes},
             {}, heartbeat_timeout=heartbeat_timeout, shutdown_timeout=shutdown_timeout)
         assert monitor is not None
     monitor.install()
-    monitor.join_links(state.client, min(timeout, 120))
+    monitor.join_links(client, min(timeout, 120))
 
 
 def _missing_fault(values: dict[str, Any], monitor: health.Monitor | None,

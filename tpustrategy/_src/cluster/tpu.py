@@ -31,14 +31,9 @@ _ENV_NAMES = ("KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME")
 
 def running_on_tpu_vm() -> bool:
     """Returns whether this host has TPU chips attached (no network access)."""
-    try:
-        from jax._src import hardware_utils
+    from tpustrategy._src.jax_shims import backend
 
-        return hardware_utils.num_available_tpu_chips_and_device_id()[0] > 0
-    except Exception:  # noqa: BLE001 - a private JAX helper; fall back to device files
-        import glob
-
-        return bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+    return backend.tpu_chips_attached() > 0
 
 
 def _tpu_config() -> dict[str, Any]:

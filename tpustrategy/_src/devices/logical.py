@@ -41,9 +41,9 @@ class LogicalDeviceConfiguration:
 
 
 def _backends_started() -> bool:
-    from jax._src import xla_bridge
+    from tpustrategy._src.jax_shims import backend
 
-    return bool(xla_bridge.backends_are_initialized())
+    return backend.backends_started()
 
 
 def _check_type(device_type: Any, api: str) -> str | None:
