@@ -12,7 +12,7 @@ import pytest
 from jax.extend import core as jcore
 
 import tpustrategy as tps
-from tpustrategy._src.execution import invariance, trace
+from tpustrategy._src.execution import invariance, jaxpr_tools, trace
 
 _EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -34,6 +34,23 @@ def test_an_unknown_primitive_makes_its_outputs_varying_even_from_invariant_inpu
     jaxpr = _jaxpr(lambda w: (mystery.bind(w), w * 2), jnp.float32(0))
     assert not invariance.is_known("tps_test_mystery")
     assert invariance.varying_outputs(jaxpr, [False]) == [True, False]
+
+
+def test_a_reduction_within_axis_index_groups_varies_and_one_over_the_whole_axis_does_not():
+    def fn(x):
+        return (jax.lax.psum(x, "replica", axis_index_groups=[[0, 1], [2, 3]]), jax.lax.psum(x, "replica"),
+                jax.lax.pmax(x, "replica"))
+
+    assert invariance.varying_outputs(_jaxpr(fn, jnp.float32(0)), [True]) == [True, False, False]
+
+
+def test_a_loop_around_an_all_reduce_of_per_replica_values_is_invariant_only_when_its_carry_is():
+    def fn(x, w):
+        total = jax.lax.fori_loop(0, 3, lambda i, c: c + jax.lax.psum(x, "replica"), jnp.float32(0))
+        mixed = jax.lax.fori_loop(0, 3, lambda i, c: c + x, w)
+        return total, mixed
+
+    assert invariance.varying_outputs(_jaxpr(fn, jnp.float32(0), jnp.float32(0)), [True, False]) == [False, True]
 
 
 def test_callbacks_are_varying():
@@ -58,7 +75,7 @@ def traced_primitives(monkeypatch):
     def recording(fn, inputs, view, *args, **kwargs):
         traced = real(fn, inputs, view, *args, **kwargs)
         if isinstance(view, trace.ReplicaView):  # replica functions are what the analysis reads
-            seen.update(invariance.primitives_in(traced.closed.jaxpr))
+            seen.update(jaxpr_tools.primitives_in(traced.closed.jaxpr))
         return traced
 
     monkeypatch.setattr(trace, "trace", recording)
@@ -87,3 +104,15 @@ def test_a_replicated_input_updated_with_an_all_reduce_comes_back_mirrored():
 
     new_w, y = s.run(step, (jnp.ones(3), x))
     assert isinstance(new_w, tps.Mirrored) and isinstance(y, tps.PerReplica)
+
+
+def test_a_scan_carry_that_takes_a_per_replica_value_on_a_later_iteration_varies():
+    def fn(x):
+        def body(carry, _):
+            a, b = carry
+            return (b, x), None
+
+        (a, b), _ = jax.lax.scan(body, (jnp.float32(0), jnp.float32(0)), None, length=3)
+        return a, b
+
+    assert invariance.varying_outputs(_jaxpr(fn, jnp.float32(0)), [True]) == [True, True]

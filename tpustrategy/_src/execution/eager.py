@@ -60,7 +60,9 @@ def run_eagerly(strategy: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
             my_args, my_kwargs = jax.tree_util.tree_map(
                 lambda x: _to_device(x, device), (my_args, my_kwargs)
             )
-            with context.push(strategy, ctx), jax.default_device(device):
+            # Without jit, lax loops and conditionals run as Python, so a collective
+            # inside them exchanges concrete values at the rendezvous on every iteration.
+            with context.push(strategy, ctx), jax.default_device(device), jax.disable_jit():
                 results[i] = fn(*my_args, **my_kwargs)
         except BaseException as e:  # reported by the main thread
             errors[i] = e

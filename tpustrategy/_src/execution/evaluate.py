@@ -19,9 +19,9 @@ import jax
 from jax.extend import core as jcore
 from jax.sharding import NamedSharding
 
-from tpustrategy._src.execution import invariance
+from tpustrategy._src.execution import jaxpr_tools
 
-_CONSTRAINT = "tps_core_sharding"
+_CONSTRAINT = jaxpr_tools.CORE_SHARDING
 
 core_sharding_p = jcore.Primitive(_CONSTRAINT)
 core_sharding_p.def_impl(lambda x, *, spec: x)
@@ -62,7 +62,6 @@ _register_rules()
 def annotate(x: Any, spec: Any) -> Any:
     """Inside a replica trace: records that ``x`` is laid out over the replica's cores by ``spec``."""
     return core_sharding_p.bind(x, spec=spec)
-_CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr"}
 
 
 def constrain(x: Any, spec: Any) -> Any:
@@ -70,38 +69,23 @@ def constrain(x: Any, spec: Any) -> Any:
     return jax.lax.with_sharding_constraint(x, NamedSharding(jax.sharding.get_abstract_mesh(), spec))
 
 
-def _has_constraint(jaxpr: Any) -> bool:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == _CONSTRAINT:
-            return True
-        if any(_has_constraint(sub) for sub in invariance.subjaxprs(eqn.params)):
-            return True
-    return False
-
-
 def needs_mesh(jaxpr: Any) -> bool:
     """Whether the jaxpr holds core-sharding annotations (evaluate it with ``eval_jaxpr`` here)."""
-    return _has_constraint(jaxpr)
+    return jaxpr_tools.any_eqn(jaxpr, lambda eqn: eqn.primitive.name == _CONSTRAINT)
 
 
 def bind(eqn: Any, values: list[Any], mesh: Any = None) -> list[Any]:
     """One equation, with core-sharding annotations re-applied on ``mesh``."""
-    name = eqn.primitive.name
-    if name == _CONSTRAINT:
+    if eqn.primitive.name == _CONSTRAINT:
         return [constrain(values[0], eqn.params["spec"]) if mesh is not None else values[0]]
-    if mesh is not None and name in _CALLS:
-        inner = eqn.params.get(_CALLS[name])
-        if isinstance(inner, jcore.ClosedJaxpr):
-            return eval_jaxpr(inner.jaxpr, inner.consts, *values, mesh=mesh)
-    params = eqn.primitive.get_bind_params(eqn.params)
-    if mesh is not None:
-        # The equation's trace-time context names no mesh; inside the program the
-        # shard_map's own mesh context must stay in force.
-        ans = eqn.primitive.bind(*values, **params)
-    else:
-        with eqn.ctx.manager:
-            ans = eqn.primitive.bind(*values, **params)
-    return list(ans) if eqn.primitive.multiple_results else [ans]
+    if mesh is not None and eqn.primitive.name in jaxpr_tools.PLAIN_CALLS:
+        # A jit's trace-time mesh context is not the program's: evaluate its body here.
+        body = jaxpr_tools.called(eqn)
+        if body is not None:
+            return eval_jaxpr(body[0], body[1], *values, mesh=mesh)
+    # Inside a program with cores, the equation's trace-time context names no mesh;
+    # the shard_map's own mesh context must stay in force.
+    return jaxpr_tools.bind(eqn, values, keep_context=mesh is None)
 
 
 def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None) -> list[Any]:
@@ -111,7 +95,7 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None) -> list[An
     env: dict[Any, Any] = {}
 
     def read(atom: Any) -> Any:
-        return atom.val if isinstance(atom, jcore.Literal) else env[atom]
+        return atom.val if jaxpr_tools.is_literal(atom) else env[atom]
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))

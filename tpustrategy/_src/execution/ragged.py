@@ -2,42 +2,49 @@
 
 When the per-replica inputs differ in shape (a partial last batch, a global
 batch smaller than the replica count), the replica function is traced once
-per *class* of replicas with equal shapes. Collectives usually act on values
-of equal shape (gradients, sums) even when the batches differ, so the
-program is cut at its collectives:
+per *class* of replicas with equal shapes. The classes' programs may differ
+anywhere between their collectives — shape-dependent code such as
+``jnp.broadcast_to(w, x.shape)``, ``jnp.squeeze``, or Python arithmetic on
+``x.shape[0]`` traces to different equations — but every replica must make
+the same sequence of collectives. So each class's program is cut at its
+collectives (``jaxpr_tools.is_collective``; calls containing one are inlined
+first):
 
     segment 0 | collective 0 | segment 1 | collective 1 | ... | segment m
 
-Each segment runs under ``lax.switch`` on the replica's class: the branch of
-class k slices its inputs to class k's true shapes, evaluates class k's
-equations, and pads its results with zeros to the largest shape of any class.
-The collectives run between the segments, outside the switch, on every replica
-alike — so XLA sees the same collective on every device — inside one
-``jit(shard_map)`` over the mesh: every replica computes its own piece in
-parallel, and the results are placed exactly like the uniform back end's
-(ragged per-replica results keep each replica's true shape). Every reduction
-the user writes sees only real rows; nothing is masked.
+and the k-th collectives of all classes must agree: the same primitive and
+parameters, on operands of the same shapes and dtypes once each class's true
+shapes are known. A literal or shape-derived operand
+(``all_reduce("SUM", jnp.float32(x.shape[0]))``) may differ: each class
+computes its own value. Loops and conditionals that contain a collective are
+one such step and must be the same in every class.
 
-Calls to functions that contain collectives (``jax.jit``'d helpers,
-``custom_vjp``/``custom_jvp``, ``checkpoint``) are inlined first. What cannot
-be cut this way raises ``Unsupported`` and ``strategy.run`` falls back to the
-eager path: a collective inside a loop or conditional, classes whose traces
-have different structures (shape-dependent Python), or a collective whose
-operand shapes differ between classes (an ``all_gather`` of the ragged
-batches themselves).
+Segment k of every class runs under one ``lax.switch`` on the replica's class:
+the branch of class c slices its inputs to class c's true shapes, evaluates
+class c's own equations, and pads what it hands on with zeros. Between the
+segments the live values of every class travel in a *padded union*: one slot
+per dtype, rank and position, as large as the largest value any class keeps
+there. The collectives run between the segments, outside the switch, on every
+replica alike — XLA sees the same collective on every device — inside one
+``jit(shard_map)`` over the mesh; results are placed exactly like the uniform
+back end's (ragged per-replica results keep each replica's true shape). Every
+reduction the user writes sees only real rows; nothing is masked.
+
+Classes whose collectives disagree raise ``Unsupported``, naming both
+collectives and the user's source lines; ``strategy.run`` then falls back to
+the eager path (outside ``tps.function``) or raises (inside it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core as jcore
 
-from tpustrategy._src.execution import evaluate, invariance, uniform
+from tpustrategy._src.execution import evaluate, invariance, jaxpr_tools, uniform
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
@@ -45,172 +52,290 @@ from tpustrategy._src.execution.uniform import over_replicas
 from tpustrategy._src.values import mesh_axis
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
-# Cross-replica communication (everything in lax.parallel except axis_index).
-COLLECTIVES = frozenset({
-    "psum", "pmax", "pmin", "all_gather", "psum_invariant", "all_gather_invariant", "ppermute",
-    "all_to_all", "ragged_all_to_all", "reduce_scatter", "psum_scatter", "pbroadcast",
-    "psend", "precv", "all_gather_reduced", "unreduced_psum", "unreduced_reduce_scatter",
-})
-_INLINE = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-           "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "remat2": "jaxpr",
-           "checkpoint": "jaxpr"}
-
 
 class Unsupported(Exception):
     """The ragged back end cannot compile this function (the reason is the message)."""
 
 
+# ("in", j): program input j; ("cut", k, o): output o of the k-th collective (both shared
+# by every class); ("eq", i, o): output o of a class's i-th equation (that class's own).
 Key = tuple[Any, ...]
-Atom = tuple[str, Any]  # ("var", key) or ("lit", value)
+
+
+@dataclass(frozen=True)
+class Atom:
+    """An operand: a value by key, or a constant (``key`` None)."""
+
+    key: Key | None
+    value: Any = None
+    aval: Any = None
 
 
 @dataclass
-class FlatEqn:
+class Step:
     eqn: Any
     ins: list[Atom]
     outs: list[Key]
 
 
 @dataclass
-class Flat:
-    """A replica jaxpr with collective-bearing calls inlined, over position keys."""
+class ClassProgram:
+    """One class's replica jaxpr: calls containing collectives inlined, cut at its collectives."""
 
-    eqns: list[FlatEqn]
+    segments: list[list[Step]]  # one more than cuts
+    cuts: list[Step]
     outs: list[Atom]
     avals: dict[Key, Any]
 
 
-def _has_collective(jaxpr: Any) -> bool:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in COLLECTIVES:
-            return True
-        if any(_has_collective(sub) for sub in invariance.subjaxprs(eqn.params)):
-            return True
-    return False
-
-
-def flatten(closed: Any) -> Flat:
+def flatten(closed: Any) -> ClassProgram:
+    """Cuts a class's closed jaxpr at its collectives (see the module docstring)."""
     jaxpr = closed.jaxpr
-    names: dict[Any, Atom] = {}
     avals: dict[Key, Any] = {}
+    scope: dict[Any, Atom] = {}
     for j, var in enumerate(jaxpr.invars):
-        names[var] = ("var", ("in", j))
+        scope[var] = Atom(("in", j), aval=var.aval)
         avals[("in", j)] = var.aval
-    for var, value in zip(jaxpr.constvars, closed.consts):
-        names[var] = ("lit", value)
-    eqns: list[FlatEqn] = []
+    scope.update((var, Atom(None, c, var.aval)) for var, c in zip(jaxpr.constvars, closed.consts))
+    segments: list[list[Step]] = [[]]
+    cuts: list[Step] = []
+    count = [0]
+    contains: dict[int, bool] = {}
 
-    def atom(a: Any, scope: dict[Any, Atom]) -> Atom:
-        if isinstance(a, jcore.Literal):
-            return ("lit", a.val)
-        return scope[a]
+    def has_collective(eqn: Any) -> bool:
+        found = contains.get(id(eqn))
+        if found is None:
+            found = contains[id(eqn)] = jaxpr_tools.contains_collective(eqn)
+        return found
 
-    def walk(jx: Any, scope: dict[Any, Atom]) -> None:
+    def atom(a: Any, env: dict[Any, Atom]) -> Atom:
+        return Atom(None, a.val, a.aval) if jaxpr_tools.is_literal(a) else env[a]
+
+    def walk(jx: Any, env: dict[Any, Atom]) -> None:
         for eqn in jx.eqns:
-            name = eqn.primitive.name
-            subs = invariance.subjaxprs(eqn.params)
-            if subs and any(_has_collective(s) for s in subs):
-                param = _INLINE.get(name)
-                inner = eqn.params.get(param) if param else None
-                if inner is None:
-                    raise Unsupported(f"a collective inside `{name}` (a loop, conditional or transformation)")
-                inner_jaxpr = inner.jaxpr if isinstance(inner, jcore.ClosedJaxpr) else inner
-                consts = inner.consts if isinstance(inner, jcore.ClosedJaxpr) else []
-                if len(inner_jaxpr.invars) != len(eqn.invars) or len(inner_jaxpr.outvars) != len(eqn.outvars):
-                    raise Unsupported(f"a collective inside `{name}` with an unusual calling convention")
-                inner_scope = dict(zip(inner_jaxpr.invars, (atom(a, scope) for a in eqn.invars)))
-                inner_scope.update((v, ("lit", c)) for v, c in zip(inner_jaxpr.constvars, consts))
-                walk(inner_jaxpr, inner_scope)
-                for out, inner_out in zip(eqn.outvars, inner_jaxpr.outvars):
-                    scope[out] = atom(inner_out, inner_scope)
-                continue
-            i = len(eqns)
-            outs = []
-            for k, var in enumerate(eqn.outvars):
-                key = ("eq", i, k)
-                scope[var] = ("var", key)
+            ins = [atom(a, env) for a in eqn.invars]
+            if has_collective(eqn) and not jaxpr_tools.is_collective(eqn):
+                body = jaxpr_tools.called(eqn)
+                if body is not None:
+                    inner_jaxpr, consts = body
+                    inner = dict(zip(inner_jaxpr.invars, ins))
+                    inner.update((v, Atom(None, c, v.aval)) for v, c in zip(inner_jaxpr.constvars, consts))
+                    walk(inner_jaxpr, inner)
+                    for out, inner_out in zip(eqn.outvars, inner_jaxpr.outvars):
+                        env[out] = atom(inner_out, inner)
+                    continue
+            if has_collective(eqn):
+                outs = [("cut", len(cuts), o) for o in range(len(eqn.outvars))]
+                cuts.append(Step(eqn, ins, outs))
+                segments.append([])
+            else:
+                outs = [("eq", count[0], o) for o in range(len(eqn.outvars))]
+                count[0] += 1
+                segments[-1].append(Step(eqn, ins, outs))
+            for var, key in zip(eqn.outvars, outs):
+                env[var] = Atom(key, aval=var.aval)
                 avals[key] = var.aval
-                outs.append(key)
-            eqns.append(FlatEqn(eqn, [atom(a, scope) for a in eqn.invars], outs))
 
-    walk(jaxpr, names)
-    return Flat(eqns, [atom(a, names) for a in jaxpr.outvars], avals)
+    walk(jaxpr, scope)
+    return ClassProgram(segments, cuts, [atom(a, scope) for a in jaxpr.outvars], avals)
 
 
-def _same_value(a: Any, b: Any) -> bool:
-    try:
-        return bool(np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype
-                    and np.array_equal(np.asarray(a), np.asarray(b)))
-    except Exception:  # values NumPy cannot compare: assume they differ
-        return False
+# Agreement of the collectives -------------------------------------------------------------------
+def _signature(step: Step) -> tuple[Any, ...]:
+    avals = tuple((tuple(a.aval.shape), str(a.aval.dtype)) for a in step.ins)
+    return (step.eqn.primitive.name, jaxpr_tools.params_key(step.eqn), avals)
 
 
-def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    if a.keys() != b.keys():
-        return False
-    for k in a:
-        x, y = a[k], b[k]
-        if isinstance(x, (jcore.ClosedJaxpr, jcore.Jaxpr)) or isinstance(y, (jcore.ClosedJaxpr, jcore.Jaxpr)):
-            if str(x) != str(y):
-                return False
-        else:
-            try:
-                if x != y:
-                    return False
-            except Exception:
-                if str(x) != str(y):
-                    return False
-    return True
+def _replicas(groups: list[list[int]], classes: list[int]) -> str:
+    members = sorted(r for c in classes for r in groups[c])
+    return f"replica {members[0]}" if len(members) == 1 else f"replicas {members}"
 
 
-def _check_structure(flats: list[Flat]) -> list[bool]:
-    """Raises Unsupported unless the classes' programs have one structure; per equation: differs?"""
-    base = flats[0]
-    for f in flats[1:]:
-        if len(f.eqns) != len(base.eqns) or len(f.outs) != len(base.outs):
-            raise Unsupported("the replicas' traces have different structures (shape-dependent Python code)")
-    differs = []
-    for i, e0 in enumerate(base.eqns):
-        flag = False
-        for f in flats[1:]:
-            e = f.eqns[i]
-            if e.eqn.primitive is not e0.eqn.primitive or len(e.ins) != len(e0.ins):
-                raise Unsupported("the replicas' traces have different structures (shape-dependent Python code)")
-            for a, b in zip(e.ins, e0.ins):
-                if a[0] != b[0] or (a[0] == "var" and a[1] != b[1]):
-                    raise Unsupported("the replicas' traces have different data flow")
-                if a[0] == "lit" and not _same_value(a[1], b[1]):
-                    flag = True
-            if not _same_params(e.eqn.params, e0.eqn.params):
-                flag = True
-            if any(f.avals[k].shape != base.avals[k].shape for k in e0.outs):
-                flag = True
-        differs.append(flag)
-    for f in flats[1:]:
-        for a, b in zip(f.outs, base.outs):
-            if a[0] != b[0] or (a[0] == "var" and a[1] != b[1]):
-                raise Unsupported("the replicas' traces return different data flow")
-    return differs
+def _ordinal(k: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
 
 
-def _varying(flat: Flat, in_varying: list[bool], differs: list[bool]) -> dict[Key, bool]:
-    varying = {("in", j): v for j, v in enumerate(in_varying)}
+def check_collectives(programs: list[ClassProgram], class_of: list[int]) -> None:
+    """Raises ``Unsupported`` unless every class makes the same collectives (naming the first difference)."""
+    groups = [[r for r, c in enumerate(class_of) if c == k] for k in range(len(programs))]
+    rule = ("Every replica must make the same collectives in the same order, on values of the same "
+            "shapes; reduce inside each replica first (e.g. jnp.sum(x)) or all_reduce fixed-size values")
+    counts = [len(p.cuts) for p in programs]
+    for k in range(max(counts)):
+        present = [c for c in range(len(programs)) if k < counts[c]]
+        if len(present) < len(programs):
+            absent = [c for c in range(len(programs)) if c not in present]
+            listed = "; ".join(f"{jaxpr_tools.describe(programs[c].cuts[k].eqn)} on {_replicas(groups, [c])}"
+                               for c in present)
+            raise Unsupported(
+                f"their collectives disagree: {_replicas(groups, absent)} make {counts[absent[0]]} "
+                f"collectives but the others make a {_ordinal(k + 1)} one ({listed}). {rule}")
+        by_signature: dict[Any, list[int]] = {}
+        for c in range(len(programs)):
+            by_signature.setdefault(_signature(programs[c].cuts[k]), []).append(c)
+        if len(by_signature) > 1:
+            listed = " but ".join(f"{jaxpr_tools.describe(programs[cs[0]].cuts[k].eqn)} on {_replicas(groups, cs)}"
+                                  for cs in by_signature.values())
+            raise Unsupported(f"their collectives disagree: the {_ordinal(k + 1)} collective is {listed}. {rule}")
 
-    def of(a: Atom) -> bool:
-        return a[0] == "var" and varying.get(a[1], False)
 
-    for fe, flag in zip(flat.eqns, differs):
-        outs = invariance.eqn_outputs_varying(fe.eqn, [of(a) for a in fe.ins])
-        for key, v in zip(fe.outs, outs):
-            varying[key] = v or flag
-    return varying
+# The plan -------------------------------------------------------------------------------------
+@dataclass
+class Slot:
+    """One value of the padded union between two segments: per class the key it holds there."""
 
-
-def _eval(fe: FlatEqn, values: list[Any], mesh: Any = None) -> list[Any]:
-    return evaluate.bind(fe.eqn, values, mesh)
+    dtype: Any
+    shape: tuple[int, ...]
+    keys: list[Key | None]
 
 
+@dataclass
+class Segment:
+    """What one segment's ``lax.switch`` takes and gives."""
+
+    globals_in: list[Key] = field(default_factory=list)  # inputs and collective results it reads
+    carry_out: list[Slot] = field(default_factory=list)  # live values it hands on
+    emitted: list[int] = field(default_factory=list)  # operands of the next collective / outputs it makes
+    switch: bool = False
+
+
+def _same(atoms: list[Atom]) -> Atom | None:
+    """The atom when every class has the same shared value or constant there, else None."""
+    first = atoms[0]
+    if first.key is not None:
+        return first if first.key[0] != "eq" and all(a.key == first.key for a in atoms) else None
+    key = jaxpr_tools.value_key(first.value)
+    return first if all(a.key is None and jaxpr_tools.value_key(a.value) == key for a in atoms) else None
+
+
+def _max_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    return tuple(max(d) for d in zip(*shapes)) if shapes and shapes[0] else ()
+
+
+class Plan:
+    """Segments, padded-union slots and collective operands of a set of class programs."""
+
+    def __init__(self, programs: list[ClassProgram]):
+        self.programs = programs
+        p0 = programs[0]
+        self.m = m = len(p0.cuts)
+        self.cut_ops = [[_same([p.cuts[k].ins[i] for p in programs]) for i in range(len(p0.cuts[k].ins))]
+                        for k in range(m)]
+        if len({len(p.outs) for p in programs}) > 1:
+            raise Unsupported("the replicas return different numbers of arrays")
+        self.outs = [_same([p.outs[j] for p in programs]) for j in range(len(p0.outs))]
+        self.out_shapes: dict[int, tuple[int, ...]] = {}
+        for j, direct in enumerate(self.outs):
+            if direct is None:
+                avals = [p.outs[j].aval for p in programs]
+                if len({(len(a.shape), str(a.dtype)) for a in avals}) > 1:
+                    listed = ", ".join(sorted({jaxpr_tools.aval_text(a) for a in avals}))
+                    raise Unsupported(f"output {j} has different ranks or dtypes on different replicas ({listed})")
+                self.out_shapes[j] = _max_shape([tuple(a.shape) for a in avals])
+        self.segments = [Segment() for _ in range(m + 1)]
+        for k in range(m):
+            self.segments[k].emitted = [i for i, d in enumerate(self.cut_ops[k]) if d is None]
+        self.segments[m].emitted = [j for j, d in enumerate(self.outs) if d is None]
+        carried = [self._liveness(c) for c in range(len(programs))]
+        for s, seg in enumerate(self.segments):
+            seg.switch = bool(seg.emitted) or any(p.segments[s] for p in programs)
+            if s < m:
+                seg.carry_out = self._slots([carried[c][s] for c in range(len(programs))])
+
+    def _uses(self, c: int) -> list[list[Atom]]:
+        """Per segment: every atom class ``c`` reads there (its equations, emitted operands, outputs)."""
+        p = self.programs[c]
+        uses = [[a for step in p.segments[s] for a in step.ins] for s in range(self.m + 1)]
+        for k in range(self.m):
+            uses[k] += [p.cuts[k].ins[i] for i in self.segments[k].emitted]
+        uses[self.m] += [p.outs[j] for j in self.segments[self.m].emitted]
+        return uses
+
+    def _liveness(self, c: int) -> list[list[Key]]:
+        """Per segment boundary: class ``c``'s own values made before it and read after it."""
+        p = self.programs[c]
+        made_in = {key: s for s in range(self.m + 1) for step in p.segments[s] for key in step.outs}
+        last: dict[Key, int] = {}
+        for s, atoms in enumerate(self._uses(c)):
+            for a in atoms:
+                if a.key is None:
+                    continue
+                if a.key[0] == "eq":
+                    last[a.key] = s
+                elif a.key not in self.segments[s].globals_in:
+                    self.segments[s].globals_in.append(a.key)
+        return [[k for k in made_in if made_in[k] <= s < last.get(k, -1)] for s in range(self.m)]
+
+    def _slots(self, per_class: list[list[Key]]) -> list[Slot]:
+        slots: list[Slot] = []
+        index: dict[tuple[Any, int, int], Slot] = {}
+        for c, keys in enumerate(per_class):
+            seen: dict[tuple[Any, int], int] = {}
+            for key in keys:
+                aval = self.programs[c].avals[key]
+                if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
+                    raise Unsupported(f"a {jaxpr_tools.aval_text(aval)} value (e.g. a PRNG key) is live "
+                                      "across a collective")
+                group = (str(aval.dtype), len(aval.shape))
+                i = seen[group] = seen.get(group, -1) + 1
+                slot = index.get(group + (i,))
+                if slot is None:
+                    slot = index[group + (i,)] = Slot(aval.dtype, tuple(aval.shape), [None] * len(per_class))
+                    slots.append(slot)
+                slot.shape = _max_shape([slot.shape, tuple(aval.shape)])
+                slot.keys[c] = key
+        return slots
+
+
+# Replica invariance across classes ----------------------------------------------------------
+def varying(plan: Plan, in_varying: list[bool]) -> list[bool]:
+    """Per output: may it differ between replicas?
+
+    A value varies when it varies within a class (``invariance``'s rules) or when
+    the classes compute it differently (compared by hash-consed expressions).
+    """
+    programs = plan.programs
+    ids: dict[Any, int] = {}
+    flags: list[dict[Key, bool]] = [{} for _ in programs]
+    exprs: list[dict[Key, int]] = [{} for _ in programs]
+    cut_flags: dict[Key, bool] = {}
+
+    def intern(x: Any) -> int:
+        return ids.setdefault(x, len(ids))
+
+    def flag(c: int, a: Atom) -> bool:
+        if a.key is None:
+            return False
+        if a.key[0] == "in":
+            return in_varying[a.key[1]]
+        return cut_flags[a.key] if a.key[0] == "cut" else flags[c][a.key]
+
+    def expr(c: int, a: Atom) -> int:
+        if a.key is None:
+            return intern(jaxpr_tools.value_key(a.value))
+        return exprs[c][a.key] if a.key[0] == "eq" else intern(a.key)
+
+    for s in range(plan.m + 1):
+        for c, p in enumerate(programs):
+            for step in p.segments[s]:
+                outs = invariance.eqn_outputs_varying(step.eqn, [flag(c, a) for a in step.ins])
+                head = (step.eqn.primitive.name, jaxpr_tools.params_key(step.eqn),
+                        tuple(expr(c, a) for a in step.ins))
+                for o, (key, f) in enumerate(zip(step.outs, outs)):
+                    flags[c][key] = f
+                    exprs[c][key] = intern(head + (o,))
+        if s < plan.m:
+            cut = programs[0].cuts[s]
+            ins = [any(flag(c, p.cuts[s].ins[i]) for c, p in enumerate(programs))
+                   or len({expr(c, p.cuts[s].ins[i]) for c, p in enumerate(programs)}) > 1
+                   for i in range(len(cut.ins))]
+            cut_flags.update(zip(cut.outs, invariance.eqn_outputs_varying(cut.eqn, ins)))
+    return [any(flag(c, p.outs[j]) for c, p in enumerate(programs))
+            or len({expr(c, p.outs[j]) for c, p in enumerate(programs)}) > 1
+            for j in range(len(programs[0].outs))]
+
+
+# The program ----------------------------------------------------------------------------------
 def _pad_to(x: Any, shape: tuple[int, ...]) -> Any:
     x = jnp.asarray(x)
     if tuple(x.shape) == tuple(shape):
@@ -224,6 +349,73 @@ def _trim_to(x: Any, shape: tuple[int, ...]) -> Any:
     return x[tuple(slice(0, d) for d in shape)]
 
 
+def _constant(a: Atom) -> Any:
+    return jnp.asarray(a.value, a.aval.dtype) if a.aval is not None else jnp.asarray(a.value)
+
+
+def _branch(plan: Plan, c: int, s: int, core_mesh: Any) -> Any:
+    """Segment ``s`` as class ``c`` computes it: trimmed inputs in, padded union out."""
+    p = plan.programs[c]
+    seg = plan.segments[s]
+    carry_in = plan.segments[s - 1].carry_out if s > 0 else []
+
+    def run(*args: Any) -> tuple[Any, ...]:
+        env: dict[Key, Any] = {}
+        for slot, x in zip(carry_in, args):
+            if slot.keys[c] is not None:
+                env[slot.keys[c]] = _trim_to(x, tuple(p.avals[slot.keys[c]].shape))
+        for key, x in zip(seg.globals_in, args[len(carry_in):]):
+            env[key] = _trim_to(x, tuple(p.avals[key].shape)) if key in p.avals else x
+
+        def read(a: Atom) -> Any:
+            return env[a.key] if a.key is not None else a.value
+
+        for step in p.segments[s]:
+            env.update(zip(step.outs, evaluate.bind(step.eqn, [read(a) for a in step.ins], core_mesh)))
+        results = [_pad_to(env[slot.keys[c]], slot.shape) if slot.keys[c] is not None
+                   else jnp.zeros(slot.shape, slot.dtype) for slot in seg.carry_out]
+        if s < plan.m:
+            for i in seg.emitted:
+                a = p.cuts[s].ins[i]
+                results.append(jnp.asarray(read(a), a.aval.dtype))
+        else:
+            for j in seg.emitted:
+                a = p.outs[j]
+                results.append(_pad_to(jnp.asarray(read(a), a.aval.dtype), plan.out_shapes[j]))
+        return tuple(results)
+
+    return run
+
+
+def program_body(plan: Plan, class_of: list[int], core_mesh: Any) -> Any:
+    """The per-replica body: segments under ``lax.switch``, collectives between them."""
+    table = np.asarray(class_of, np.int32)
+    classes = range(len(plan.programs))
+    branches = [[_branch(plan, c, s, core_mesh) for c in classes] for s in range(plan.m + 1)]
+
+    def body(local: list[Any]) -> list[Any]:
+        env: dict[Key, Any] = {("in", j): x for j, x in enumerate(local)}
+        cls = jnp.asarray(table)[jax.lax.axis_index(REPLICA_AXIS)]
+        carry: list[Any] = []
+        emitted: list[Any] = []
+        for s, seg in enumerate(plan.segments):
+            emitted = []
+            if seg.switch:
+                results = list(jax.lax.switch(cls, branches[s], *carry, *[env[k] for k in seg.globals_in]))
+                carry, emitted = results[:len(seg.carry_out)], results[len(seg.carry_out):]
+            if s < plan.m:
+                made = iter(emitted)
+                values = [next(made) if d is None else (env[d.key] if d.key is not None else d.value)
+                          for d in plan.cut_ops[s]]
+                cut = plan.programs[0].cuts[s]
+                env.update(zip(cut.outs, evaluate.bind(cut.eqn, values)))
+        made = iter(emitted)
+        return [next(made) if d is None else (env[d.key] if d.key is not None else _constant(d))
+                for d in plan.outs]
+
+    return body
+
+
 def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: Any, name: str) -> Program:
     """One program for replicas whose inputs differ in shape (see the module docstring).
 
@@ -233,132 +425,36 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
       inputs: the call's classified inputs.
       strategy: the strategy (its mesh and replica count).
       name: the function's name, for messages.
+
+    Raises:
+      Unsupported: the classes' collectives disagree, or their results cannot be stacked.
     """
     n = strategy.num_replicas_in_sync
-    flats = [flatten(t.closed) for t in traces]
     for t in traces[1:]:
         if t.variables != traces[0].variables or t.written != traces[0].written:
             raise Unsupported("the replicas' traces read or write different variables")
-    differs = _check_structure(flats)
-    base = flats[0]
     kinds = _output_kinds(traces, class_of)
-
-    def max_shape(key: Key) -> tuple[int, ...]:
-        shapes = [f.avals[key].shape for f in flats]
-        if len({len(s) for s in shapes}) > 1:
-            raise Unsupported("a value has different ranks on different replicas")
-        return tuple(max(d) for d in zip(*shapes)) if shapes[0] else ()
-
-    # Cut at the collectives; literal operands of collectives and literal outputs that
-    # differ between classes are materialised by the segment before them.
-    cuts = [i for i, fe in enumerate(base.eqns) if fe.eqn.primitive.name in COLLECTIVES]
-    bounds = list(zip([0] + [c + 1 for c in cuts], cuts + [len(base.eqns)]))
-    materialised: dict[Key, list[Any]] = {}  # synthetic key -> value per class
-
-    def materialise(where: Key, atoms: list[Atom]) -> Atom:
-        if all(_same_value(a[1], atoms[0][1]) for a in atoms[1:]):
-            return atoms[0]
-        materialised[where] = [a[1] for a in atoms]
-        return ("var", where)
-
-    coll_ins: dict[int, list[Atom]] = {}
-    for c in cuts:
-        ins = []
-        for pos, a in enumerate(base.eqns[c].ins):
-            ins.append(materialise(("lit", c, pos), [f.eqns[c].ins[pos] for f in flats]) if a[0] == "lit" else a)
-            if a[0] == "var":
-                shapes = {f.avals[a[1]].shape for f in flats}
-                if len(shapes) > 1:
-                    raise Unsupported(
-                        f"`{base.eqns[c].eqn.primitive.name}` of values whose shapes differ between replicas "
-                        f"({sorted(shapes)})")
-        coll_ins[c] = ins
-    outs = [materialise(("out", i), [f.outs[i] for f in flats]) if a[0] == "lit" else a
-            for i, a in enumerate(base.outs)]
-    for key, vals in materialised.items():
-        for f, v in zip(flats, vals):
-            f.avals[key] = jax.core.get_aval(jnp.asarray(v))
-
-    def uses(lo: int, hi: int) -> list[Key]:
-        found = [a[1] for fe in base.eqns[lo:hi] for a in fe.ins if a[0] == "var"]
-        return list(dict.fromkeys(found))
-
-    def defined(key: Key, lo: int, hi: int) -> bool:
-        return key[0] == "eq" and lo <= key[1] < hi
-
-    needed_after: list[set[Key]] = []
-    for si, (_lo, hi) in enumerate(bounds):
-        later = {a[1] for a in outs if a[0] == "var"}
-        for c in cuts[si:]:
-            later |= {a[1] for a in coll_ins[c] if a[0] == "var"}
-        later |= set(uses(hi, len(base.eqns)))
-        needed_after.append(later)
-    seg_in = [[k for k in uses(lo, hi) if not defined(k, lo, hi)] for lo, hi in bounds]
-    seg_out = []
-    for si, (lo, hi) in enumerate(bounds):
-        made = [k for fe in base.eqns[lo:hi] for k in fe.outs if k in needed_after[si]]
-        synthetic = [k for k in materialised if (k[0] == "lit" and k[1] == (cuts[si] if si < len(cuts) else None))
-                     or (k[0] == "out" and si == len(bounds) - 1)]
-        seg_out.append(made + synthetic)
-    shapes = {k: max_shape(k) for k in base.avals}
-
-    def branch(cls: int, si: int) -> Any:
-        flat = flats[cls]
-        lo, hi = bounds[si]
-
-        def run(*padded: Any) -> tuple[Any, ...]:
-            env = {k: _trim_to(x, flat.avals[k].shape) for k, x in zip(seg_in[si], padded)}
-
-            def read(a: Atom) -> Any:
-                return env[a[1]] if a[0] == "var" else a[1]
-
-            for fe in flat.eqns[lo:hi]:
-                env.update(zip(fe.outs, _eval(fe, [read(a) for a in fe.ins], core_mesh)))
-            result = []
-            for k in seg_out[si]:
-                value = env[k] if k in env else jnp.asarray(materialised[k][cls])
-                result.append(_pad_to(value, shapes[k]))
-            return tuple(result)
-
-        return run
-
-    num_classes = len(flats)
+    programs = [flatten(t.closed) for t in traces]
+    check_collectives(programs, class_of)
+    plan = Plan(programs)
     core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
-    table = np.asarray(class_of, np.int32)
     dyn_split = split_flags(inputs.specs)
     in_split = dyn_split + [uniform.is_split_variable(v) for v in traces[0].variables]
-    varying = _varying(base, in_split, differs)
-    out_var = [a[0] == "var" and (varying.get(a[1], False) or a[1][0] in ("lit", "out")) for a in outs]
+    out_var = varying(plan, in_split)
     n_out = traces[0].num_dynamic_outputs
     uniform.check_written(traces[0], out_var[n_out:], n)
     out_split = out_var[:n_out] + [uniform.is_split_variable(v) for v in traces[0].written]
-
-    def body(local: list[Any]) -> list[Any]:
-        env: dict[Key, Any] = {("in", j): x for j, x in enumerate(local)}
-        cls = jnp.asarray(table)[jax.lax.axis_index(REPLICA_AXIS)]
-        for si in range(len(bounds)):
-            if seg_out[si]:
-                args = [env[k] for k in seg_in[si]]
-                results = jax.lax.switch(cls, [branch(k, si) for k in range(num_classes)], *args)
-                env.update(zip(seg_out[si], results))
-            if si < len(cuts):
-                c = cuts[si]
-                fe = base.eqns[c]
-                values = [env[a[1]] if a[0] == "var" else a[1] for a in coll_ins[c]]
-                env.update(zip(fe.outs, _eval(fe, values)))
-        return [env[a[1]] if a[0] == "var" else jnp.asarray(a[1]) for a in outs]
-
-    jitted = over_replicas(body, strategy, in_split, out_split, traces[0].written)
+    jitted = over_replicas(program_body(plan, class_of, core_mesh), strategy, in_split, out_split,
+                           traces[0].written)
     out_kinds = []
-    flags = iter(zip(out_var[:n_out], outs[:n_out]))
+    flags = iter(enumerate(out_var[:n_out]))
     for kind in kinds:
         if kind[0] != "dynamic":
             out_kinds.append(kind)
             continue
-        is_varying, a = next(flags)
+        j, is_varying = next(flags)
         if is_varying or n == 1:
-            per_class = [f.avals[a[1]].shape if a[0] == "var" else np.shape(a[1]) for f in flats]
-            true = tuple(tuple(per_class[c]) for c in class_of)
+            true = tuple(tuple(programs[c].outs[j].aval.shape) for c in class_of)
             out_kinds.append(("varying", true if len(set(true)) > 1 else None))
         else:
             out_kinds.append(("invariant",))
@@ -369,6 +465,9 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: A
 def _output_kinds(traces: list[Traced], class_of: list[int]) -> list[Any]:
     """Per output leaf: static (the same everywhere), static per replica, or dynamic."""
     kinds = []
+    for t in traces[1:]:
+        if t.out_treedef != traces[0].out_treedef or len(t.out_kinds) != len(traces[0].out_kinds):
+            raise Unsupported("the replicas return different structures")
     for position, k0 in enumerate(traces[0].out_kinds):
         column = [t.out_kinds[position] for t in traces]
         if k0[0] == "static":
@@ -383,9 +482,6 @@ def _output_kinds(traces: list[Traced], class_of: list[int]) -> list[Any]:
             if any(k[0] == "static" for k in column):
                 raise Unsupported("an output is a Python value on some replicas and an array on others")
             kinds.append(("dynamic",))
-    for t in traces[1:]:
-        if t.out_treedef != traces[0].out_treedef:
-            raise Unsupported("the replicas return different structures")
     return kinds
 
 
