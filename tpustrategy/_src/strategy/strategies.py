@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 
+from tpustrategy._src.cluster.default import default_resolver
 from tpustrategy._src.devices.mesh import resolve_device, resolve_devices
 from tpustrategy._src.strategy.base import Strategy
 from tpustrategy._src.strategy.communication import check_cross_device_ops
@@ -31,6 +32,7 @@ class MirroredStrategy(Strategy):
     def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
         self._cross_device_ops = check_cross_device_ops(cross_device_ops, "MirroredStrategy")
         super().__init__(resolve_devices(devices, "MirroredStrategy"))
+        self._cluster_resolver = default_resolver()
 
 
 class OneDeviceStrategy(Strategy):
@@ -38,6 +40,7 @@ class OneDeviceStrategy(Strategy):
 
     def __init__(self, device: Any):
         super().__init__((resolve_device(device, "OneDeviceStrategy"),))
+        self._cluster_resolver = default_resolver()
 
 
 class TPUStrategy(LogicalDevices, Strategy):
@@ -89,6 +92,8 @@ class TPUStrategy(LogicalDevices, Strategy):
                          core_grid=grid if grid is not None and len(grid[0]) > 1 else None)
         self._device_assignment = assignment
         self._spmd = bool(experimental_spmd_xla_partitioning)
+        if tpu_cluster_resolver is None:
+            self._cluster_resolver = default_resolver(tpu=True)
 
 
 class MultiWorkerMirroredStrategy(Strategy):
@@ -118,7 +123,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         local = [d for d in devices if d.process_index == process]
         offset = next(i for i, d in enumerate(devices) if d.process_index == process)
         super().__init__(devices, replica_offset=offset, local_devices=local)
-        self._cluster_resolver = cluster_resolver
+        self._cluster_resolver = cluster_resolver if cluster_resolver is not None else default_resolver()
 
 
 def _check_tpu_resolver(resolver: Any, has_tpu: bool) -> None:
