@@ -32,12 +32,12 @@ def test_run_accepts_run_options():
 
 def test_reduce_to_and_batch_reduce_to_give_mirrored_reductions():
     s = _s()
-    total = s.extended.reduce_to(tps.ReduceOp.SUM, _per_replica(), destinations="/cpu:0")
+    total = s.extended.reduce_to(tps.ReduceOp.SUM, _per_replica(), destinations=_per_replica())
     assert isinstance(total, tps.Mirrored)
     assert [np.asarray(v).tolist() for v in total.values] == [[10.0, 10.0]] * 4
     mean, summed = s.extended.batch_reduce_to("MEAN", [(_per_replica(), "/cpu:0"), (_per_replica(), "/cpu:1")])
-    assert np.asarray(mean.values[0]).tolist() == [2.5, 2.5]
-    assert np.asarray(summed.values[3]).tolist() == [2.5, 2.5]
+    assert np.asarray(mean).tolist() == [2.5, 2.5]  # one destination device: a plain array, as in TensorFlow
+    assert np.asarray(summed).tolist() == [2.5, 2.5]
 
 
 def test_extended_update_runs_the_update_function_on_the_variable():
@@ -54,7 +54,8 @@ def test_extended_update_runs_the_update_function_on_the_variable():
 def test_cluster_resolver_is_what_the_strategy_was_built_with():
     from tpustrategy._src.cluster.cluster_spec import ClusterSpec
 
-    assert _s().cluster_resolver is None
+    local = _s().cluster_resolver  # issue 18: a local resolver, as TF's local MultiWorkerMirroredStrategy
+    assert local.cluster_spec().as_dict() == {} and (local.task_type, local.task_id) == (None, None)
     resolver = tps.cluster_resolver.SimpleClusterResolver(ClusterSpec({"worker": ["localhost:2222"]}))
     assert tps.TPUStrategy(resolver).cluster_resolver is resolver
 
