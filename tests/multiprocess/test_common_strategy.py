@@ -46,6 +46,8 @@ CASES = [
     "test_reduce_of_a_partial_last_batch_from_function_is_a_tensor",
     "test_reduce_of_a_host_built_value_inside_tps_function",
     "test_batch_reduce_to_a_host_device_gives_floats",
+    "test_extended_values_on_a_multi_worker_job",
+    "test_extended_update_of_a_sync_on_read_variable_on_every_process",
 ]
 
 

@@ -489,6 +489,30 @@ def test_batch_reduce_to_a_host_device_gives_floats():
     assert float(one) == float(np.mean(range(1, R + 1)))
 
 
+@case
+def test_extended_values_on_a_multi_worker_job():
+    assert strategy.extended.worker_devices == tuple(jax.local_devices())
+    assert strategy.extended.parameter_devices == tuple(jax.local_devices())
+    assert (strategy.extended.num_hosts, strategy.extended.num_replicas_per_host) == (W, L)
+    assert strategy.extended._num_devices_per_worker == L
+    tpu = tps.TPUStrategy()  # one client in TensorFlow: every replica's device
+    assert tpu.extended.worker_devices == tuple(jax.devices())
+    assert (tpu.extended.num_hosts, tpu.extended.num_replicas_per_host) == (W, L)
+
+
+@case
+def test_extended_update_of_a_sync_on_read_variable_on_every_process():
+    with strategy.scope():
+        v = tps.Variable(0.0, synchronization=tps.VariableSynchronization.ON_READ,
+                         aggregation=tps.VariableAggregation.SUM)
+    strategy.extended.update(v, lambda c, x: c.assign(x), args=(5.0,))
+    assert [float(x) for x in local(v)] == [5.0] * L
+    assert float(v.read_value()) == 5.0 * R
+    tps.function(lambda: strategy.extended.update(v, lambda c, x: c.assign_add(x), args=(1.0,)))()
+    assert [float(x) for x in local(v)] == [6.0] * L
+    assert float(v.read_value()) == 6.0 * R
+
+
 # StrategyClusterResolverTest --------------------------------------------------------------------
 @case
 def test_cluster_resolver_property():
