@@ -97,7 +97,8 @@ def install() -> None:
         def wrapped(self: Any, *args: Any, __original: Any = original, __name: str = name, **kwargs: Any) -> Any:
             x = args[0] if args else kwargs.get("x")
             if data_lib.is_tps_dataset(x):
-                data_lib.check_unused(f"Model.{__name}", kwargs.get("y"), kwargs.get("sample_weight"),
+                y = args[1] if len(args) > 1 and __name != "predict" else kwargs.get("y")
+                data_lib.check_unused(f"Model.{__name}", y, kwargs.get("sample_weight"),
                                       kwargs.get("batch_size"), kwargs.get("class_weight"))
             with _under(self) as strategy:
                 if strategy is not None:

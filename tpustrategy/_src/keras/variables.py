@@ -106,7 +106,10 @@ def plain_state(kvar: Any) -> KerasVariableState:
 
 def checkpoint_state(kvar: Any) -> KerasVariableState:
     """The companion to save and restore a Keras variable through (adopted or plain)."""
-    return state_of(kvar) or kvar.__dict__.get("_tps_plain_state") or plain_state(kvar)
+    for found in (state_of(kvar), kvar.__dict__.get("_tps_plain_state")):
+        if found is not None:
+            return found
+    return plain_state(kvar)
 
 
 def rule(kvar: Any, caller: Any) -> tuple[str, VariableAggregation]:

@@ -55,9 +55,15 @@ def _keras_state(x: Any) -> Any:
     return d.get("_tps_state") if d is not None else None
 
 
+def _state(x: Any) -> Any:
+    """A Keras variable's companion tps.Variable, or ``x`` itself."""
+    found = _keras_state(x)
+    return x if found is None else found
+
+
 def _variable_value(var: Any) -> Any:
     """The traced value a variable source stands for in the current frame."""
-    state = _keras_state(var) or var
+    state = _state(var)
     frame = frames.current()
     if frame is not None and frame.has(state):
         return frame.current(state)
@@ -123,7 +129,7 @@ class GradientTape:
         if any(source is w for w in self._watched):
             return True
         if _is_variable(source):
-            return self._watch_accessed and bool(getattr(_keras_state(source) or source, "trainable", True))
+            return self._watch_accessed and bool(getattr(_state(source), "trainable", True))
         return False
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
