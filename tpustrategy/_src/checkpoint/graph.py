@@ -109,6 +109,12 @@ class Graph:
 
         if depth > _MAX_DEPTH:
             return False
+        if "keras" in __import__("sys").modules:  # Keras models/optimizers/metrics: their variables
+            from tpustrategy._src.keras.checkpoint import state_tree
+
+            tree = state_tree(value)
+            if tree is not None:
+                return self._visit(tree, key, lambda new: None, strict, depth + 1)
         if adapter.is_variable(value) or adapter.is_iterator(value):
             first = self._first.get(id(value))
             if first is None:
