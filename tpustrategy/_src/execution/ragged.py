@@ -146,13 +146,12 @@ def _signature(step: Step) -> tuple[Any, ...]:
     return (step.eqn.primitive.name, jaxpr_tools.params_key(step.eqn), avals)
 
 
-def _replicas(groups: list[list[int]], classes: list[int]) -> str:
+def _replicas(groups: list[list[int]], classes: list[int], verb: str) -> str:
+    """``replica 3 makes`` / ``replicas [0, 1, 2] make`` (``verb`` in the plural)."""
     members = sorted(r for c in classes for r in groups[c])
-    return f"replica {members[0]}" if len(members) == 1 else f"replicas {members}"
-
-
-def _ordinal(k: int) -> str:
-    return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+    if len(members) == 1:
+        return f"replica {members[0]} {verb.replace('make', 'makes', 1)}"
+    return f"replicas {members} {verb}"
 
 
 def check_collectives(programs: list[ClassProgram], class_of: list[int]) -> None:
@@ -165,18 +164,17 @@ def check_collectives(programs: list[ClassProgram], class_of: list[int]) -> None
         present = [c for c in range(len(programs)) if k < counts[c]]
         if len(present) < len(programs):
             absent = [c for c in range(len(programs)) if c not in present]
-            listed = "; ".join(f"{jaxpr_tools.describe(programs[c].cuts[k].eqn)} on {_replicas(groups, [c])}"
-                               for c in present)
+            first = programs[present[0]].cuts[k].eqn
             raise Unsupported(
-                f"their collectives disagree: {_replicas(groups, absent)} make {counts[absent[0]]} "
-                f"collectives but the others make a {_ordinal(k + 1)} one ({listed}). {rule}")
+                f"their collectives disagree: {_replicas(groups, present, 'make')} {jaxpr_tools.describe(first)}, "
+                f"which {_replicas(groups, absent, 'never make')}. {rule}")
         by_signature: dict[Any, list[int]] = {}
         for c in range(len(programs)):
             by_signature.setdefault(_signature(programs[c].cuts[k]), []).append(c)
         if len(by_signature) > 1:
-            listed = " but ".join(f"{jaxpr_tools.describe(programs[cs[0]].cuts[k].eqn)} on {_replicas(groups, cs)}"
+            listed = " but ".join(f"{_replicas(groups, cs, 'make')} {jaxpr_tools.describe(programs[cs[0]].cuts[k].eqn)}"
                                   for cs in by_signature.values())
-            raise Unsupported(f"their collectives disagree: the {_ordinal(k + 1)} collective is {listed}. {rule}")
+            raise Unsupported(f"their collectives disagree: at the same point, {listed}. {rule}")
 
 
 # The plan -------------------------------------------------------------------------------------

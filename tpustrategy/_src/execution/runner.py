@@ -122,6 +122,17 @@ class ReplicaRunner:
 
     def mark_eager(self, fn: Any, reason: str) -> None:
         """Remembers that ``fn`` must run eagerly, and says so once."""
+        # A variable the failed compile created from a traced value never got its first
+        # value (the program would have computed it): refuse rather than run on a placeholder.
+        uninitialised = [v for v in self._state(fn).created if getattr(v, "_pending_init", False)]
+        if uninitialised:
+            raise ValueError(
+                f"strategy.run: {name_of(fn)!r} cannot be compiled into one program ({reason}), and while "
+                f"trying it created variables from traced values ({', '.join(v.name for v in uninitialised)}) "
+                "whose first value only that program would have computed; the eager path cannot run on them."
+                "\nFix: create these variables before the step (e.g. tps.Variable(jnp.zeros(shape)) under "
+                "strategy.scope()), or call tps.config.run_functions_eagerly(True) before the first step."
+            )
         self._eager_only[id(fn)] = fn
         warnings.warn(
             f"strategy.run: {name_of(fn)!r} cannot be compiled into one program: {reason}. It now runs "
