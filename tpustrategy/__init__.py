@@ -47,7 +47,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
     "initialize": ("tpustrategy._src.cluster.initialize", "initialize"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train", "lookup")
 
 
 __getattr__, __dir__ = loader(__name__, _LAZY, _SUBMODULES)
