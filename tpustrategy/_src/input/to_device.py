@@ -80,8 +80,11 @@ def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first
         value = PerReplica(column)
         if global_sizes is not None:
             value.set_global_shapes([(s,) + first.shape[1:] for s in global_sizes])
-        value.stacked_array(sharding)
-        return value
+        stacked = value.stacked_array(sharding)
+        if global_sizes is None and jax.process_count() > 1:
+            return value
+        # Components are then views of the device array (on each replica's device), not host pieces.
+        return PerReplica.from_stacked(stacked, value.shapes)
     if whole is not None and first.ndim and np.shape(whole)[0] == n_local * first.shape[0]:
         local = np.asarray(whole).reshape((n_local,) + first.shape)
     else:

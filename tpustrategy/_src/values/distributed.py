@@ -29,7 +29,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.values import mesh_axis
+from tpustrategy._src.values import mesh_axis, views
 
 REPLICA_AXIS = mesh_axis.REPLICA_AXIS
 Shape = tuple[int, ...]
@@ -175,9 +175,15 @@ class DistributedValues:
         components = self.values
         shapes = [tuple(np.shape(c)) for c in components]
         if len({len(x) for x in shapes}) > 1:
-            raise ValueError(
-                f"A {type(self).__name__}'s components have different ranks ({[list(x) for x in shapes]}); "
-                "per-replica values may differ only in their sizes, not in their number of dimensions."
+            from tpustrategy._src.errors import InvalidArgumentError
+
+            other = next(x for x in shapes if len(x) != len(shapes[0]))
+            raise InvalidArgumentError(
+                f"Shape mismatch: a {type(self).__name__}'s components have different ranks "
+                f"({[list(x) for x in shapes]}): Ranks of all input tensors should match (Shape must be rank "
+                f"{len(shapes[0])} but is rank {len(other)}); per-replica values may differ only in their "
+                "sizes, not in their number of dimensions.\nFix: give every replica's value the same rank "
+                "(reshape it, or add an axis with x[None])."
             )
         every = self._shapes if self._shapes is not None else shapes
         target = tuple(max(d) for d in zip(*every)) if every and every[0] else ()
@@ -213,7 +219,7 @@ class DistributedValues:
                 gathered = jax.lax.all_gather(self._tracer, REPLICA_AXIS)
                 self._values = tuple(gathered[i] for i in range(self._num_replicas))
             else:
-                self._values = _unstack(self._stacked, self._shapes)
+                self._values = views.stacked_components(self._stacked, self._shapes)
         return self._values
 
     def __len__(self) -> int:
@@ -270,11 +276,8 @@ class Mirrored(DistributedValues):
     def values(self) -> tuple[Any, ...]:
         if self._values is None and self._replicated is not None:
             arr = self._replicated
-            if isinstance(arr, jax.Array) and not _is_tracer(arr) and len(arr.sharding.device_set) > 1:
-                # One shard per replica (a replica with several cores holds a copy on each).
-                shards = sorted((s for s in arr.addressable_shards if _core_of(arr, s) == 0),
-                                key=lambda s: _device_order(arr, s))
-                self._values = tuple(s.data for s in shards)
+            if isinstance(arr, jax.Array) and not _is_tracer(arr):
+                self._values = views.replicated_components(arr, self._local_count())
             else:
                 self._values = (arr,) * self._local_count()
             return self._values
@@ -296,54 +299,6 @@ def _pad(x: Any, target: Shape, xp: Any) -> Any:
     if tuple(x.shape) == target:
         return x
     return xp.pad(x, [(0, t - d) for t, d in zip(target, x.shape)])
-
-
-def _device_order(arr: jax.Array, shard: Any) -> int:
-    mesh = getattr(arr.sharding, "mesh", None)
-    if mesh is None:
-        return 0
-    return mesh_axis.device_index(mesh, shard.device)
-
-
-def _core_of(arr: jax.Array, shard: Any) -> int:
-    mesh = getattr(arr.sharding, "mesh", None)
-    if mesh is None or not mesh_axis.has_cores(mesh):
-        return 0
-    return mesh_axis.device_position(mesh, shard.device)[1]
-
-
-def _unstack(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[Any, ...]:
-    def trim(x: Any, i: int) -> Any:
-        if shapes is None or tuple(x.shape) == shapes[i]:
-            return x
-        return x[tuple(slice(0, d) for d in shapes[i])]
-
-    if _is_tracer(stacked):
-        return tuple(trim(stacked[i], i) for i in range(stacked.shape[0]))
-    if isinstance(stacked, jax.Array) and len(stacked.sharding.device_set) > 1:
-        shards = sorted((s for s in stacked.addressable_shards if _core_of(stacked, s) == 0),
-                        key=lambda s: s.index[0].start or 0)
-        out = []
-        for s in shards:
-            i = s.index[0].start or 0
-            piece = s.data
-            if piece.shape[0] == 1 and _core_of(stacked, s) == 0 and not _whole_rows(stacked, s):
-                piece = _gather_cores(stacked, i)
-            out.append(trim(piece.reshape(piece.shape[1:]), i))
-        return tuple(out)
-    return tuple(trim(stacked[i], i) for i in range(len(stacked)))
-
-
-def _whole_rows(stacked: jax.Array, shard: Any) -> bool:
-    """Whether the shard holds its replica's whole component (not split over the replica's cores)."""
-    return tuple(shard.data.shape[1:]) == tuple(stacked.shape[1:])
-
-
-def _gather_cores(stacked: jax.Array, replica: int) -> Any:
-    """A replica's component split over its cores, assembled on its first core."""
-    mesh = stacked.sharding.mesh
-    device = mesh.devices[replica, 0]
-    return jax.device_put(stacked[replica:replica + 1], device)
 
 
 def is_distributed(x: Any) -> bool:

@@ -108,7 +108,7 @@ def local_results(value: Any, num_local: int) -> tuple[Any, ...]:
     if isinstance(value, DistributedValues):
         return tuple(value.values)
     if getattr(value, "_tps_distributed_variable", False):
-        return tuple(value._local_components())
+        return tuple(value.values)
     if isinstance(value, (list, tuple, dict)):
         return tuple(select_replica(i, value, split_variables=True) for i in range(num_local))
     return (value,)

@@ -244,8 +244,20 @@ class Variable(metaclass=_VariableMeta):
 
     @property
     def values(self) -> tuple[Any, ...]:
-        """The local replicas' components (``MirroredVariable.values``); ``(value,)`` for a plain variable."""
-        return self._local_components()
+        """The local replicas' copies (``MirroredVariable.values``): ``ReplicaComponent``s with
+        ``device``, ``read_value`` and ``assign*``; ``(value,)`` for a plain variable."""
+        if self._kind == PLAIN:
+            return (self._value,)
+        from tpustrategy._src.variables.component import ReplicaComponent
+
+        offset = self._strategy._replica_offset
+        count = len(self._local_components())
+        return tuple(ReplicaComponent(self, i, offset + i) for i in range(count))
+
+    @property
+    def distribute_strategy(self) -> Any:
+        """TensorFlow's name of ``strategy``: the strategy the variable was created under."""
+        return self._strategy
 
     # Reads -------------------------------------------------------------------------------
     def value(self) -> Any:

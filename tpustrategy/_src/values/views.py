@@ -1,0 +1,123 @@
+"""Local components of distributed arrays: one array per local replica, on its device(s).
+
+``experimental_local_results`` is called every step by loops that log a loss, so a
+component must cost (almost) nothing to make:
+
+- a replicated array (``Mirrored``, mirrored variables) already holds each replica's copy
+  as a shard: the component is that shard (no copy, no dispatch); a replica with
+  several cores gets its whole logical value, assembled without a copy from its cores'
+  shards as one array over the replica's own cores;
+- a stacked ``[R, ...]`` array (``PerReplica``) holds each replica's component with a
+  leading axis of 1. On one process, one small cached program re-lays the whole array
+  out so that each device holds its replica's component with the leading axis dropped
+  (``out_specs=P()`` over the replica axis, unchecked: each device's buffer is its own
+  replica's value), so R components cost one dispatch instead of R reshapes. Across
+  processes each process reshapes its own shards (a global program would need every
+  process to ask for local results at once). Ragged components are trimmed to their
+  true shapes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.values import mesh_axis
+
+Shape = tuple[int, ...]
+
+
+def _named(arr: Any) -> NamedSharding | None:
+    sharding = getattr(arr, "sharding", None)
+    return sharding if isinstance(sharding, NamedSharding) else None
+
+
+@functools.cache
+def _replica_submesh(mesh: Mesh, replica: int) -> Mesh:
+    return Mesh(mesh.devices[replica], (mesh_axis.CORE_AXIS,))
+
+
+def _assemble(mesh: Mesh, replica: int, shape: Shape, spec: P, pieces: dict[Any, Any]) -> Any:
+    """Replica ``replica``'s value from its cores' buffers (no copy)."""
+    sub = _replica_submesh(mesh, replica)
+    buffers = [pieces[d] for d in sub.devices.flat]
+    return jax.make_array_from_single_device_arrays(shape, NamedSharding(sub, spec), buffers)
+
+
+def _strip_replica(spec: P) -> P:
+    return P(*[None if e == mesh_axis.REPLICA_AXIS else e for e in tuple(spec)[1:]])
+
+
+def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
+    """The local replicas' copies of a replicated array, in replica order."""
+    sharding = _named(arr)
+    if sharding is None or len(arr.sharding.device_set) == 1:
+        return (arr,) * count
+    mesh = sharding.mesh
+    if not mesh_axis.has_cores(mesh):
+        shards = sorted(arr.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
+        return tuple(s.data for s in shards)
+    by_replica: dict[int, dict[Any, Any]] = {}
+    for s in arr.addressable_shards:
+        r, _ = mesh_axis.device_position(mesh, s.device)
+        by_replica.setdefault(r, {})[s.device] = s.data
+    if all(s.data.shape == arr.shape for s in arr.addressable_shards):
+        return tuple(by_replica[r][mesh.devices[r, 0]] for r in sorted(by_replica))
+    return tuple(_assemble(mesh, r, arr.shape, sharding.spec, by_replica[r]) for r in sorted(by_replica))
+
+
+@functools.cache
+def _relayout(mesh: Mesh, ndim: int) -> Any:
+    """``[R, ...]`` sharded over replicas -> each device holding its own ``[...]`` (one dispatch)."""
+    in_spec = P(mesh_axis.REPLICA_AXIS, *([None] * (ndim - 1)))
+    body = jax.shard_map(lambda a: a[0], mesh=mesh, in_specs=in_spec, out_specs=P(), check_vma=False)
+    return jax.jit(body)
+
+
+def _trim(x: Any, shape: Shape | None) -> Any:
+    if shape is None or tuple(x.shape) == shape:
+        return x
+    return x[tuple(slice(0, d) for d in shape)]
+
+
+def stacked_components(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[Any, ...]:
+    """The local replicas' components of a stacked ``[R, ...]`` value, in replica order."""
+
+    def true_shape(i: int) -> Shape | None:
+        return shapes[i] if shapes is not None else None
+
+    sharding = _named(stacked)
+    if isinstance(stacked, jax.core.Tracer) or sharding is None or len(stacked.sharding.device_set) == 1:
+        return tuple(_trim(stacked[i], true_shape(i)) for i in range(stacked.shape[0]))
+    mesh = sharding.mesh
+    spec = tuple(sharding.spec) + (None,) * (stacked.ndim - len(tuple(sharding.spec)))
+    simple = (spec[0] == mesh_axis.REPLICA_AXIS and all(e is None for e in spec[1:])
+              and not mesh_axis.has_cores(mesh) and jax.process_count() == 1
+              and mesh.devices.size == stacked.shape[0])
+    if simple:
+        out = _relayout(mesh, stacked.ndim)(stacked)
+        shards = sorted(out.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
+        return tuple(_trim(s.data, true_shape(i)) for i, s in enumerate(shards))
+    # Each process reshapes its own shards; a replica split over cores is assembled over them.
+    by_replica: dict[int, dict[Any, Any]] = {}
+    for s in stacked.addressable_shards:
+        r = s.index[0].start or 0
+        by_replica.setdefault(r, {})[s.device] = s.data
+    component_shape = tuple(stacked.shape[1:])
+    out = []
+    for r in sorted(by_replica):
+        pieces = {d: b.reshape(b.shape[1:]) for d, b in by_replica[r].items()}
+        if mesh_axis.has_cores(mesh):
+            first = next(iter(pieces.values()))
+            if tuple(first.shape) == component_shape:
+                value = pieces[mesh.devices[r, 0]]
+            else:
+                value = _assemble(mesh, r, component_shape, _strip_replica(sharding.spec), pieces)
+        else:
+            value = next(iter(pieces.values()))
+        out.append(_trim(value, true_shape(r)))
+    return tuple(out)
