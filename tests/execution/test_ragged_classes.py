@@ -208,3 +208,22 @@ def test_an_all_reduce_inside_fori_loop_the_same_on_every_class_runs_compiled(no
     assert isinstance(out, tps.Mirrored)
     want = ROWS[:, 0].sum() * (1 + 2 + 3)
     np.testing.assert_allclose([float(v) for v in s.experimental_local_results(out)], [want] * 4, rtol=1e-6)
+
+
+def test_a_mirrored_variable_updated_through_custom_derivative_functions_after_the_all_reduce_stays_mirrored(
+        no_eager):
+    s = _strategy()
+    with s.scope():
+        w = tps.Variable(np.array([1.0, -1.0, 0.5], np.float32))
+
+    def step(x):
+        ctx = tps.get_replica_context()
+        g = ctx.all_reduce("SUM", jnp.sum(jnp.broadcast_to(w.read_value(), x.shape) * x, axis=0))
+        w.assign(jax.nn.relu(w.read_value() - 0.01 * g) + jax.nn.softplus(g) * 0)  # custom_jvp functions
+        return w.read_value()
+
+    out = s.run(step, (tps.PerReplica(PIECES),))
+    w0 = np.array([1.0, -1.0, 0.5], np.float32)
+    want = np.maximum(w0 - 0.01 * (ROWS * w0).sum(axis=0), 0)
+    assert isinstance(out, tps.Mirrored)
+    np.testing.assert_allclose(np.asarray(w.read_value()), want, rtol=1e-6)

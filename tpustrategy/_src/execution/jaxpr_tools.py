@@ -231,7 +231,9 @@ def param_key(value: Any) -> Any:
         return (type(value).__name__, tuple(param_key(v) for v in value))
     if isinstance(value, np.ndarray):
         return value_key(value)
-    if callable(value) and not isinstance(value, type) and not hasattr(value, "dtype"):
+    # Functions and JAX's wrapped functions (``linear_util.WrappedFun``: custom rules, thunks).
+    if (callable(value) or hasattr(value, "call_wrapped")) and not isinstance(value, type) \
+            and not hasattr(value, "dtype"):
         return ("fn",)
     try:
         hash(value)

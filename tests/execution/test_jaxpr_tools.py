@@ -1,0 +1,105 @@
+"""The execution core's JAX knowledge: fails loudly when a JAX module or name it relies on moves."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import jax
+import jax.numpy as jnp
+from jax.extend import core as jcore
+
+from tpustrategy._src.execution import jaxpr_tools
+
+
+def _jaxpr(fn, *args):
+    return jax.make_jaxpr(fn, axis_env=[("replica", 4)])(*args).jaxpr
+
+
+def test_every_jax_module_the_rules_scan_still_imports_and_defines_primitives():
+    for name in (*jaxpr_tools.PURE_MODULES, jaxpr_tools.PARALLEL_MODULE):
+        module = importlib.import_module(name)  # a moved module fails here, by name
+        assert any(isinstance(v, jcore.Primitive) for v in vars(module).values()), name
+
+
+def test_the_collectives_the_rules_name_still_exist_in_jax():
+    parallel = importlib.import_module(jaxpr_tools.PARALLEL_MODULE)
+    names = {v.name for v in vars(parallel).values() if isinstance(v, jcore.Primitive)}
+    assert jaxpr_tools.INVARIANT_RESULT <= names
+    assert {"psum", "axis_index", "ppermute", "all_to_all"} <= jaxpr_tools.varying_sources() | names
+
+
+def test_every_equation_naming_the_replica_axis_is_a_collective():
+    def fn(x):
+        return (jax.lax.psum(x, "replica"), jax.lax.pmax(x, "replica"), jax.lax.all_gather(x, "replica"),
+                jax.lax.ppermute(x, "replica", [(0, 1), (1, 0)]), jax.lax.axis_index("replica"),
+                jax.lax.psum_scatter(x, "replica", tiled=True),
+                jax.lax.all_to_all(x.reshape(4, 1), "replica", 0, 0), jnp.sin(x))
+
+    eqns = _jaxpr(fn, jnp.ones(4)).eqns
+    collective = {e.primitive.name for e in eqns if jaxpr_tools.is_collective(e)}
+    assert {"psum", "pmax", "all_gather", "ppermute", "axis_index", "reduce_scatter", "all_to_all"} <= collective
+    assert "sin" not in collective
+
+
+def test_an_unknown_primitive_with_an_axis_parameter_counts_as_a_collective():
+    async_start = jcore.Primitive("tps_test_psum_start")  # like JAX's async *_start / *_done pairs
+    async_start.def_abstract_eval(lambda x, *, axes: x)
+    eqn = _jaxpr(lambda x: async_start.bind(x, axes=("replica",)), jnp.ones(2)).eqns[0]
+    assert jaxpr_tools.is_collective(eqn)
+
+
+def test_a_jitted_function_called_replica_is_not_a_collective_but_contains_one_when_its_body_does():
+    def replica(x):
+        return x * 2
+
+    plain = _jaxpr(jax.jit(replica), jnp.ones(2)).eqns[0]
+    assert not jaxpr_tools.contains_collective(plain)
+    looped = _jaxpr(lambda x: jax.lax.fori_loop(0, 2, lambda i, c: jax.lax.psum(c, "replica"), x), jnp.ones(2))
+    assert jaxpr_tools.contains_collective(looped.eqns[0]) and not jaxpr_tools.is_collective(looped.eqns[0])
+
+
+def test_every_kind_of_call_is_in_the_call_table_with_its_body():
+    @jax.custom_jvp
+    def with_jvp(x):
+        return jax.lax.psum(x, "replica")
+
+    with_jvp.defjvp(lambda p, t: (with_jvp(p[0]), t[0]))
+
+    @jax.custom_vjp
+    def with_vjp(x):
+        return jax.lax.psum(x, "replica")
+
+    with_vjp.defvjp(lambda x: (with_vjp(x), None), lambda _, g: (g,))
+
+    def fn(x):
+        return (jax.jit(lambda v: jax.lax.psum(v, "replica"))(x), with_jvp(x), with_vjp(x),
+                jax.checkpoint(lambda v: jax.lax.psum(v, "replica"))(x))
+
+    for eqn in _jaxpr(fn, jnp.ones(2)).eqns:
+        assert eqn.primitive.name in jaxpr_tools.CALLS, eqn.primitive.name
+        body, _ = jaxpr_tools.called(eqn)
+        assert [e.primitive.name for e in body.eqns] == ["psum"]
+
+
+def test_walk_visits_nested_jaxprs_and_bind_evaluates_an_equation():
+    jaxpr = _jaxpr(lambda x: jax.lax.cond(x[0] > 0, jnp.sin, jnp.cos, x), jnp.ones(2))
+    assert {"cond", "sin", "cos", "gt"} <= jaxpr_tools.primitives_in(jaxpr)
+    sin = next(e for e in jaxpr_tools.walk(jaxpr) if e.primitive.name == "sin")
+    assert float(jaxpr_tools.bind(sin, [jnp.float32(0.5)])[0]) == float(jnp.sin(jnp.float32(0.5)))
+    assert float(jaxpr_tools.bind(sin, [jnp.float32(0.5)], keep_context=False)[0]) == float(jnp.sin(0.5))
+
+
+def test_source_line_names_the_users_line():
+    eqn = _jaxpr(lambda x: jax.lax.psum(x, "replica"), jnp.ones(2)).eqns[0]
+    line = inspect.currentframe().f_lineno - 1
+    assert jaxpr_tools.source_line(eqn).startswith(f"{__file__}:{line} ")
+    assert jaxpr_tools.describe(eqn).startswith("`psum` of f32[2] at ")
+
+
+def test_params_key_ignores_derivative_rules_and_tells_different_bodies_apart():
+    relu_a = _jaxpr(lambda x: jax.nn.relu(x) + 1, jnp.ones(2)).eqns[0]
+    relu_b = _jaxpr(lambda x: jax.nn.relu(x) * 3, jnp.ones(2)).eqns[0]
+    other = _jaxpr(jax.jit(lambda x: x - 1), jnp.ones(2)).eqns[0]
+    assert jaxpr_tools.params_key(relu_a) == jaxpr_tools.params_key(relu_b)
+    assert jaxpr_tools.params_key(relu_a) != jaxpr_tools.params_key(other)
