@@ -12,6 +12,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TerminationConfig": ("tpustrategy._src.checkpoint.preemption", "TerminationConfig"),
     "CommunicationOptions": ("tpustrategy._src.strategy.communication", "CommunicationOptions"),
     "CommunicationImplementation": ("tpustrategy._src.strategy.communication", "CommunicationImplementation"),
+    "CentralStorageStrategy": ("tpustrategy._src.strategy.central_storage", "CentralStorageStrategy"),
 }
 
 

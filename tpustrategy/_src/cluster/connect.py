@@ -5,12 +5,16 @@ client to remote workers; on JAX every worker runs the program itself, so
 connecting means starting this process's part of the job: ``tps.initialize``.
 ``tf.tpu.experimental.initialize_tpu_system(resolver)`` returns the TPU
 ``Topology``; here it connects (if a resolver is given and JAX has not started
-a multi-process job yet) and returns the topology of JAX's TPU devices.
+a multi-process job yet) and returns the topology of JAX's TPU devices — or,
+without TPUs, a TPU-shaped topology of the GPU/CPU devices, logged once.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+logger = logging.getLogger("tpustrategy")
 
 
 def _is_started() -> bool:
@@ -65,12 +69,43 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver: Any, job_name: str
     return initialize(resolver)
 
 
-def initialize_tpu_system(cluster_resolver: Any = None) -> Any:
-    """Connects (when given a resolver) and returns the ``Topology`` of the job's TPU devices.
+_logged_no_tpu = False
 
-    Raises:
-      RuntimeError: there are no TPU devices (CPU/GPU devices have no TPU topology).
+
+def _host_topology(devices: list[Any]) -> Any:
+    """A TPU-shaped ``Topology`` of non-TPU devices: one "chip" per device in a line.
+
+    ``mesh_shape = [n, 1, 1, 1]``; task ``t`` (JAX process ``t``) holds its
+    devices in ``id`` order, at x coordinates following those of the tasks before.
     """
+    import numpy as np
+
+    from tpustrategy._src.devices.topology import Topology
+
+    by_task: dict[int, list[Any]] = {}
+    for d in sorted(devices, key=lambda d: (d.process_index, d.id)):
+        by_task.setdefault(d.process_index, []).append(d)
+    per_task = {len(v) for v in by_task.values()}
+    if len(per_task) != 1:
+        raise ValueError(
+            "initialize_tpu_system: the processes hold different numbers of devices "
+            f"({ {t: len(v) for t, v in by_task.items()} }), which a Topology cannot describe.")
+    count = per_task.pop()
+    coordinates = np.array([[[t * count + i, 0, 0, 0] for i in range(count)]
+                            for t in range(len(by_task))], np.int32)
+    return Topology(mesh_shape=[len(devices), 1, 1, 1], device_coordinates=coordinates)
+
+
+def initialize_tpu_system(cluster_resolver: Any = None) -> Any:
+    """Connects (when given a resolver) and returns the ``Topology`` of the job's devices.
+
+    With TPUs, their real topology. Without (GPU or CPU), it logs that once and
+    returns a TPU-shaped topology of the available devices — each device one
+    "chip" of one core, in a line (``mesh_shape = [n, 1, 1, 1]``) — so the TPU
+    guide's first cells run unchanged, and ``DeviceAssignment.build(topology)``
+    places replicas on those devices.
+    """
+    global _logged_no_tpu
     import jax
 
     from tpustrategy._src.devices.topology import Topology
@@ -81,14 +116,16 @@ def initialize_tpu_system(cluster_resolver: Any = None) -> Any:
         devices = jax.devices("tpu")
     except RuntimeError:
         devices = []
-    if not devices:
-        raise RuntimeError(
-            "initialize_tpu_system: this job has no TPU devices "
-            f"({len(jax.devices())} {jax.devices()[0].platform.upper()} device(s)), so there is no TPU topology "
-            "to return.\nFix: on CPU or GPU, skip this call — tps.TPUStrategy() runs over the available devices, "
-            "and tps.tpu.Topology(mesh_shape=...) builds a topology for device-assignment code."
-        )
-    return Topology.from_jax_devices(devices)
+    if devices:
+        return Topology.from_jax_devices(devices)
+    devices = jax.devices()
+    if not _logged_no_tpu:
+        _logged_no_tpu = True
+        logger.warning(
+            "initialize_tpu_system: no TPU found; returning a topology of the %d %s device(s) of "
+            "JAX's default backend (mesh_shape [%d, 1, 1, 1]: one core per device).",
+            len(devices), devices[0].platform.upper(), len(devices))
+    return _host_topology(devices)
 
 
 def shutdown_tpu_system(cluster_resolver: Any = None) -> None:

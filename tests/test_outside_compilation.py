@@ -1,0 +1,67 @@
+"""tps.tpu.outside_compilation runs host Python code inside tps.function and strategy.run."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tpustrategy as tps
+
+
+def test_host_code_runs_every_time_the_compiled_function_runs_with_the_real_values():
+    seen = []
+
+    @tps.function
+    def step(x):
+        tps.tpu.outside_compilation(lambda v: seen.append(np.asarray(v).tolist()), x)
+        return x * 2
+
+    for i in range(3):
+        np.testing.assert_array_equal(step(jnp.full(2, float(i))), [2.0 * i] * 2)
+    assert seen == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+
+
+def test_a_traceable_computation_returns_its_values_into_the_program():
+    @tps.function
+    def step(x):
+        return tps.tpu.outside_compilation(lambda v, scale: jnp.sin(v) * scale, x, scale=2.0) + 1
+
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(step(x), np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_inside_strategy_run_it_runs_once_per_replica(compiled):
+    strategy = tps.MirroredStrategy(devices=jax.devices()[:4])
+    seen = []
+
+    def replica_fn(x):
+        rid = tps.get_replica_context().replica_id_in_sync_group
+        tps.tpu.outside_compilation(lambda r: seen.append(int(r)), rid)
+        return tps.tpu.outside_compilation(lambda v: v * 3, x)
+
+    run = tps.function(lambda x: strategy.run(replica_fn, (x,))) if compiled else (
+        lambda x: strategy.run(replica_fn, (x,)))
+    out = run(tps.PerReplica([jnp.float32(i) for i in range(4)]))
+    assert [float(v) for v in strategy.experimental_local_results(out)] == [0.0, 3.0, 6.0, 9.0]
+    assert sorted(seen) == [0, 1, 2, 3]
+
+
+def test_outside_a_trace_it_just_calls_the_function():
+    assert tps.tpu.outside_compilation(lambda a, b: a + b, 2, b=3) == 5
+
+
+def test_host_only_code_returning_a_value_fails_when_the_step_runs_naming_the_fix():
+    @tps.function
+    def step(x):
+        return tps.tpu.outside_compilation(lambda v: np.asarray(v) + 1, x)
+
+    with pytest.raises(Exception, match=r"(?s)returned a value, but it is host-only code.*Fix"):
+        jax.block_until_ready(step(jnp.ones(2)))
+
+
+def test_a_non_callable_is_refused():
+    with pytest.raises(TypeError, match=r"computation must be callable; received int: 3"):
+        tps.tpu.outside_compilation(3, 1)
