@@ -143,3 +143,19 @@ def test_an_optimizer_first_built_inside_the_replica_function_all_reduces_gradie
         lambda ctx: jnp.full((2,), float(ctx.replica_id_in_sync_group)))
     strategy.run(step, args=(grads,))
     np.testing.assert_allclose(w.numpy(), -np.full(2, sum(range(8))))   # the SUM of the replicas' gradients
+
+
+def test_adam_slots_built_in_fit_or_in_a_replica_function_are_the_strategys():
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        model = create_model()
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    model.fit(X, np.zeros((64, 3), "float32"), batch_size=16, verbose=0)
+    for v in model.optimizer.variables:
+        assert v.__dict__.get("_tps_state") is not None and len(v.value.sharding.device_set) == 8
+
+
+def test_keras_support_fails_loudly_when_a_keras_seam_moves():
+    from tpustrategy._src.keras import patches
+
+    patches.check_seams()

@@ -29,6 +29,7 @@ _INSTALLED: list[bool] = []
 
 SEAMS = (
     ("keras.src.optimizers.base_optimizer", "BaseOptimizer", "apply"),
+    ("keras.src.backend.jax.core", "JaxVariable", "_initialize_layout"),
     ("keras.src.trainers.trainer", "Trainer", "compile"),
     ("keras.src.backend.jax.trainer", "JAXTrainer", "fit"),
     ("keras.src.backend.jax.trainer", "JAXTrainer", "evaluate"),
@@ -79,6 +80,7 @@ def install() -> None:
         return
     check_seams()
     _patch_optimizer()
+    _patch_variable_layout()
     from tpustrategy._src.keras import trainer
 
     trainer.install()
@@ -110,6 +112,26 @@ def _patch_optimizer() -> None:
 
     BaseOptimizer.apply = apply
     BaseOptimizer._tps_original_apply = original
+
+
+def _patch_variable_layout() -> None:
+    """A variable created with a layout of its own (an optimizer slot copies its weight's) is adopted too."""
+    from keras.src.backend.jax.core import JaxVariable
+
+    from tpustrategy._src.keras import distribution
+
+    original = JaxVariable._initialize_layout
+
+    @functools.wraps(original)
+    def _initialize_layout(self: Any) -> None:
+        original(self)
+        dist = distribution.current()
+        if distribution.strategy_of_distribution(dist) is not None and variables_lib.state_of(self) is None:
+            layout = self._layout
+            dist.get_variable_layout(self)
+            self._layout = layout
+
+    JaxVariable._initialize_layout = _initialize_layout
 
 
 def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:

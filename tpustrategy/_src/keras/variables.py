@@ -187,8 +187,9 @@ class _StrategyKerasVariable:
         raw = self.__dict__.get("_value")
         if raw is None:
             return super().value
-        if state._kind == SYNC_ON_READ:
-            return self._maybe_autocast(updates.aggregate_read(state, raw))
+        if state._kind == SYNC_ON_READ:  # the aggregate, replicated like the other variables
+            total = updates.aggregate_read(state, raw)
+            return self._maybe_autocast(_place(total, NamedSharding(state._strategy.mesh, P())))
         return self._maybe_autocast(raw)
 
     def _update(self, method: str, value: Any) -> Any:
