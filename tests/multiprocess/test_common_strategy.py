@@ -48,6 +48,7 @@ CASES = [
     "test_batch_reduce_to_a_host_device_gives_floats",
     "test_extended_values_on_a_multi_worker_job",
     "test_extended_update_of_a_sync_on_read_variable_on_every_process",
+    "test_eager_collectives_combine_every_process",
 ]
 
 

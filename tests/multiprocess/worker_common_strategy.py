@@ -513,6 +513,22 @@ def test_extended_update_of_a_sync_on_read_variable_on_every_process():
     assert float(v.read_value()) == 6.0 * R
 
 
+@case
+def test_eager_collectives_combine_every_process():
+    tps.config.run_functions_eagerly(True)
+    try:
+        def replica_fn():
+            ctx = tps.get_replica_context()
+            rid = jnp.asarray(ctx.replica_id_in_sync_group, jnp.float32)
+            return ctx.all_reduce(tps.ReduceOp.SUM, rid), ctx.all_gather(rid[None], axis=0)
+
+        total, gathered = strategy.run(replica_fn)
+    finally:
+        tps.config.run_functions_eagerly(False)
+    assert [float(x) for x in local(total)] == [float(sum(range(R)))] * L
+    assert [x.tolist() for x in local(gathered)] == [[float(r) for r in range(R)]] * L
+
+
 # StrategyClusterResolverTest --------------------------------------------------------------------
 @case
 def test_cluster_resolver_property():

@@ -73,29 +73,22 @@ def agree_on_shapes(tree: Any) -> None:
     ]
     if not host_built:
         return
-    local = [np.shape(c) for leaf in host_built for c in leaf.values]
-    flat = np.asarray([len(local)] + [len(s) for s in local] + [d for s in local for d in s], np.int64)
-    sizes = across_processes.allgather(np.int64(flat.size))
-    width = int(sizes.max())
-    every = across_processes.allgather(np.pad(flat, (0, width - flat.size)))
-    per_process = []
-    for row in every:
-        count = int(row[0])
-        ranks = row[1:1 + count].tolist()
-        dims, shapes, pos = row[1 + count:], [], 0
-        for r in ranks:
-            shapes.append(tuple(int(d) for d in dims[pos:pos + r]))
-            pos += r
-        per_process.append(shapes)
+    per_process = across_processes.shapes_over_processes([np.shape(c) for leaf in host_built for c in leaf.values])
     if len({len(p) for p in per_process}) > 1:
         raise ValueError(
             "strategy.run: the processes of the job passed different numbers of per-replica components "
             f"({[len(p) for p in per_process]}); every process must call run with the same structure."
         )
+    from tpustrategy._src.strategy.gather import shape_mismatch_error
+
     offset = 0
     for leaf in host_built:
         k = len(leaf.values)
-        leaf.set_global_shapes([s for p in per_process for s in p[offset:offset + k]])
+        shapes = [s for p in per_process for s in p[offset:offset + k]]
+        error = shape_mismatch_error("strategy.run", shapes, None)  # ranks only: sizes may differ
+        if error is not None:
+            raise error  # on every process alike, before any program is built
+        leaf.set_global_shapes(shapes)
         offset += k
 
 

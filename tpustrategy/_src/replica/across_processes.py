@@ -34,7 +34,11 @@ def allgather(x: Any) -> np.ndarray:
     from jax.experimental import multihost_utils
 
     try:
-        return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+        # jit on: the eager path's replica threads run under jax.disable_jit(), where
+        # process_allgather's resharding program would not run and each process would
+        # keep only its own part.
+        with jax.disable_jit(False):
+            return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
     except jax.errors.JaxRuntimeError as e:
         named = translate(e)
         if named is e:
@@ -56,3 +60,25 @@ def concat_over_processes(x: np.ndarray, axis: int) -> np.ndarray:
     gathered = allgather(np.pad(x, pad))
     parts = [np.take(g, np.arange(n), axis=axis) for g, n in zip(gathered, sizes)]
     return np.concatenate(parts, axis=axis)
+
+
+def shapes_over_processes(shapes: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+    """Every process's list of ``shapes`` (ranks may differ), in process order.
+
+    One all-gather of a padded ``[count, ranks..., dims...]`` row per process.
+    """
+    local = [tuple(int(d) for d in s) for s in shapes]
+    flat = np.asarray([len(local)] + [len(s) for s in local] + [d for s in local for d in s], np.int64)
+    width = int(allgather(np.int64(flat.size)).max())
+    every = allgather(np.pad(flat, (0, width - flat.size)))
+    per_process = []
+    for row in every:
+        count = int(row[0])
+        ranks = row[1:1 + count].tolist()
+        dims, found, pos = row[1 + count:], [], 0
+        for r in ranks:
+            found.append(tuple(int(d) for d in dims[pos:pos + r]))
+            pos += r
+        per_process.append(found)
+    return per_process
+

@@ -133,19 +133,37 @@ def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:
                 f"axis {axis}; received a scalar.\nFix: reshape it to [1] first."
             )
     everyone = ctx._rendezvous.exchange(ctx._local_id, "all_gather", leaves)
+    from tpustrategy._src.strategy.gather import shape_mismatch_error
+
+    for k in range(len(leaves)):
+        error = shape_mismatch_error("ReplicaContext.all_gather", [np.shape(vals[k]) for vals in everyone], axis)
+        if error is not None:
+            raise error
     axes = [_normalise_axis(axis, x.ndim) for x in leaves]
     if across_processes.multi_process():
-        combined = None
+        combined: Any = None
         if ctx._local_id == 0:
-            combined = [
-                across_processes.concat_over_processes(
-                    np.concatenate([np.asarray(vals[k]) for vals in everyone], axis=a), a)
-                for k, a in enumerate(axes)
-            ]
+            combined = _gather_over_processes(everyone, axes, axis, shape_mismatch_error)
         combined = ctx._rendezvous.exchange(ctx._local_id, "all_gather_processes", combined)[0]
+        if isinstance(combined, Exception):
+            raise combined  # on every replica thread of every process alike
         return [jax.device_put(c, ctx._device) for c in combined]
     out = []
     for k, a in enumerate(axes):
         parts = [jax.device_put(vals[k], ctx._device) for vals in everyone]
         out.append(jnp.concatenate(parts, axis=a))
     return out
+
+
+def _gather_over_processes(everyone: list[list[Any]], axes: list[int], axis: int, check: Any) -> Any:
+    """One thread per process: every replica's shapes are checked, then the local parts concatenated."""
+    out = []
+    for k, a in enumerate(axes):
+        per_process = across_processes.shapes_over_processes([np.shape(vals[k]) for vals in everyone])
+        error = check("ReplicaContext.all_gather", [s for p in per_process for s in p], axis)
+        if error is not None:
+            return error
+        local = np.concatenate([np.asarray(vals[k]) for vals in everyone], axis=a)
+        out.append(across_processes.concat_over_processes(local, a))
+    return out
+

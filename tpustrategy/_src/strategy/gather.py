@@ -4,6 +4,11 @@ Per-replica values are gathered from their stacked ``[R, ...]`` array, which
 spans every process of a multi-host job, so every worker gets all replicas'
 components (TensorFlow's rule). Ragged components are concatenated at their
 true sizes; a value equal on every replica counts once per replica.
+
+Components that cannot be concatenated (different ranks, or sizes that differ
+outside the gathered axis) raise ``tps.errors.InvalidArgumentError`` with the
+phrases TensorFlow's own errors have (``shape_mismatch_error``; the eager
+path's ``ReplicaContext.all_gather`` uses it too).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.execution import host_values
+from tpustrategy._src.replica import across_processes
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
@@ -36,6 +43,40 @@ def _axis(axis: Any, rank: int) -> int:
             "(the batch axis)."
         )
     return int(axis) % rank
+
+
+def shape_mismatch_error(api: str, shapes: Any, axis: Any) -> InvalidArgumentError | None:
+    """TensorFlow's error when per-replica values of ``shapes`` cannot be concatenated along ``axis``.
+
+    Returns None when they can. The message holds the phrases of TensorFlow's
+    concat and collective errors ("Shape mismatch", "Ranks of all input tensors
+    should match", "Shape must be rank r but is rank s", "Dimension d in both
+    shapes must be equal"), which programs and tests match on.
+    """
+    shapes = [tuple(int(d) for d in s) for s in shapes]
+    first = shapes[0]
+    for i, s in enumerate(shapes[1:], start=1):
+        if len(s) != len(first):
+            return InvalidArgumentError(
+                f"{api}: Shape mismatch: Ranks of all input tensors should match: replica 0 has shape "
+                f"{list(first)} and replica {i} has shape {list(s)} (Shape must be rank {len(first)} but is "
+                f"rank {len(s)}).\nFix: give every replica's value the same rank (reshape it, or add an "
+                "axis with x[None])."
+            )
+    if not first or not isinstance(axis, (int, np.integer)) or not -len(first) <= axis < len(first):
+        return None  # the axis check names what is wrong with it
+    a = int(axis) % len(first)
+    for i, s in enumerate(shapes[1:], start=1):
+        for d, (x, y) in enumerate(zip(first, s)):
+            if d != a and x != y:
+                return InvalidArgumentError(
+                    f"{api}: Shape mismatch: Dimension {d} in both shapes must be equal, but are {x} and {y}: "
+                    f"replica 0 has shape {list(first)} and replica {i} has shape {list(s)}; per-replica "
+                    f"values may differ only along the gathered axis {a}.\nFix: make the replicas' values "
+                    f"equal in every dimension but axis {a} (pad or slice them), or gather along the "
+                    "dimension that differs."
+                )
+    return None
 
 
 def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) -> Any:
@@ -58,18 +99,17 @@ def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) 
 
 
 def _gather_per_replica(value: DistributedValues, axis: Any, split_sharding: Any) -> Any:
+    if across_processes.multi_process() and not value.is_traced and not value.has_stacked:
+        host_values.agree_on_shapes(value)  # every process stacks (and pads) the same global array
     shapes = value.shapes
+    error = shape_mismatch_error("strategy.gather", shapes, axis)
+    if error is not None:
+        raise error
     a = _axis(axis, len(shapes[0]))
     stacked = value.stacked_array(split_sharding)
     replicated = NamedSharding(split_sharding.mesh, P()) if split_sharding is not None else None
     if not value.is_ragged:
         return _concatenated(stacked, a, replicated)
-    for s in shapes:
-        if s[:a] + s[a + 1:] != shapes[0][:a] + shapes[0][a + 1:]:
-            raise ValueError(
-                f"strategy.gather: per-replica values must have equal shapes except along axis {a}; "
-                f"received shapes {[list(x) for x in shapes]}."
-            )
     return _ragged_concatenated(stacked, tuple(shapes), a, replicated)
 
 
