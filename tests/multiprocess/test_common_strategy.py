@@ -49,6 +49,7 @@ CASES = [
     "test_extended_values_on_a_multi_worker_job",
     "test_extended_update_of_a_sync_on_read_variable_on_every_process",
     "test_eager_collectives_combine_every_process",
+    "test_cluster_resolver_property",
 ]
 
 

@@ -539,6 +539,8 @@ def test_cluster_resolver_property():
     for name in ("cluster_spec", "master", "num_accelerators", "task_id", "task_type"):
         assert hasattr(resolver, name), name
     assert resolver.task_type in ("chief", "worker"), resolver.task_type
+    # TensorFlow's job is {chief: 1, worker: 1}, so both have task_id 0; the launcher's is 2 workers.
+    assert resolver.task_id == PID, resolver.task_id
 
 
 def _describe(e: BaseException) -> str:
