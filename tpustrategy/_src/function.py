@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jax
+import numpy as np
 
 from tpustrategy._src import config
 from tpustrategy._src.execution import host_values, pulls, signature, trace
@@ -63,6 +66,13 @@ class Function:
         self._state = trace.TraceState()
         self._entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
         self._last: dict[Any, _Entry] = {}  # per input key: the entry whose pulls the next call repeats
+        # Set once the function used a scalar integer/bool array argument as a Python value
+        # (TensorFlow's TPU guide: ``for _ in range(steps)`` with ``steps`` a tensor): such
+        # arguments are then static, one trace per value.
+        self._static_scalars = False
+        # Set when the function uses strategies over different devices: one XLA program spans
+        # one device set, so the body then runs as Python (each strategy.run still compiled).
+        self._uncompiled = False
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -76,8 +86,10 @@ class Function:
         return self._fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if config.functions_run_eagerly() or _in_trace_or_replica():
+        if config.functions_run_eagerly() or _in_trace_or_replica() or self._uncompiled:
             return self._fn(*args, **kwargs)
+        if self._static_scalars:
+            args, kwargs = _scalars_as_python((args, kwargs))
         if jax.process_count() > 1:
             host_values.agree_on_shapes((args, kwargs))
         inputs = signature.classify((args, kwargs))
@@ -97,8 +109,22 @@ class Function:
         try:
             traced = trace.trace(self._fn, inputs, trace.CrossView(), self._state, available, ends)
         except _CONCRETIZATION_ERRORS as e:
+            if not self._static_scalars and _has_scalar_arrays((args, kwargs)):
+                self._static_scalars = True
+                warnings.warn(
+                    f"tps.function({_name(self._fn)}): the function uses a scalar integer or bool array "
+                    f"argument as a Python value ({type(e).__name__}), e.g. `for _ in range(steps)`. Such "
+                    "arguments are now static: the function is traced again for every new value.\nFix: "
+                    "pass a Python int (same effect, no warning), or use jax.lax.fori_loop to keep one "
+                    "program for every value.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                return self(*args, **kwargs)
             raise _python_value_error(self._fn, e) from e
         pulled, traced.pulled = traced.pulled, {}
+        if _spans_several_device_sets(traced.strategies):
+            return self._run_uncompiled(traced, pulled, args, kwargs)
         entry = _Entry(self._compile(traced, inputs, pulled), traced,
                        _pull_signature(traced.pull_layout, pulled, _ends_of(traced)))
         if not traced.one_shot:
@@ -107,6 +133,29 @@ class Function:
                 self._entries.popitem(last=False)
             self._last[inputs.key] = entry
         return self._call(entry, inputs, pulled)
+
+    def _run_uncompiled(self, traced: trace.Traced, pulled: dict[Any, Any], args: tuple,
+                        kwargs: dict) -> Any:
+        names = ", ".join(f"{type(s).__name__} over devices {sorted(d.id for d in s.mesh.devices.flat)}"
+                          for s in _distinct_strategies(traced.strategies))
+        if any(pulled.values()):
+            raise ValueError(
+                f"tps.function({_name(self._fn)}): the function uses strategies over different devices "
+                f"({names}) and reads from a distributed iterator; one XLA program runs on one set of "
+                "devices, so it cannot be compiled, and the batches it pulled cannot be run as Python.\n"
+                "Fix: use one strategy per tps.function (call one tps.function per strategy), or a "
+                "strategy over all the devices."
+            )
+        self._uncompiled = True
+        warnings.warn(
+            f"tps.function({_name(self._fn)}): the function uses strategies over different devices "
+            f"({names}); one XLA program runs on one set of devices, so its body now runs as Python "
+            "on every call (each strategy.run inside is still one compiled program).\nFix: use one "
+            "strategy per tps.function, or one strategy over all the devices.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return self._fn(*args, **kwargs)
 
     def _call(self, entry: _Entry, inputs: signature.Inputs, batches: dict[Any, list[signature.Inputs]]) -> Any:
         extra = []
@@ -144,7 +193,58 @@ _CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerI
                           jax.errors.TracerBoolConversionError, jax.errors.TracerArrayConversionError)
 
 
-def _python_value_error(fn: Any, error: BaseException) -> TypeError:
+def _distinct_strategies(strategies: list[Any]) -> list[Any]:
+    return [s for s in dict.fromkeys(strategies) if not getattr(s, "_is_default", False)]
+
+
+def _spans_several_device_sets(strategies: list[Any]) -> bool:
+    return len({frozenset(s.mesh.devices.flat) for s in _distinct_strategies(strategies)}) > 1
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _is_scalar_array(x: Any) -> bool:
+    return (isinstance(x, (jax.Array, np.ndarray, np.generic)) and not isinstance(x, jax.core.Tracer)
+            and np.shape(x) == () and (np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_))
+
+
+def _has_scalar_arrays(tree: Any) -> bool:
+    return any(_is_scalar_array(x) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _scalars_as_python(tree: Any) -> Any:
+    def convert(x: Any) -> Any:
+        if not _is_scalar_array(x):
+            return x
+        return bool(x) if x.dtype == np.bool_ else int(x)
+
+    return jax.tree_util.tree_map(convert, tree)
+
+
+_DYNAMIC_SHAPE = re.compile(r"The size argument of (\S+) must be statically specified")
+
+
+def dynamic_shape_error(api: str, error: BaseException) -> ValueError | None:
+    """The error for an op whose result shape depends on values (``jnp.argwhere``), or None."""
+    found = _DYNAMIC_SHAPE.search(str(error))
+    if found is None:
+        return None
+    op = found.group(1)
+    return ValueError(
+        f"{api}: {op} (also behind jnp.argwhere, jnp.where(x) with one argument, jnp.unique, boolean "
+        "indexing) gives a result whose shape depends on the values, and an XLA program has static "
+        f"shapes, so it cannot run inside a compiled step.\nFix: give the size, e.g. {op}(x, "
+        "size=n, fill_value=-1), or use a mask (jnp.where(cond, x, 0), x * mask), or compute it "
+        "outside tps.function / strategy.run on concrete arrays."
+    )
+
+
+def _python_value_error(fn: Any, error: BaseException) -> Exception:
+    found = dynamic_shape_error(f"tps.function({_name(fn)})", error)
+    if found is not None:
+        return found
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return TypeError(
         f"tps.function({getattr(fn, '__qualname__', fn)}): the function uses an array argument or a computed "

@@ -56,7 +56,11 @@ class ReplicaRunner:
         frame = frames.current()
         if frame is not None:
             frame.note_strategy(strategy)
-        inputs = signature.classify((tuple(args), kwargs), placement.split)
+        try:
+            inputs = signature.classify((tuple(args), kwargs), placement.split)
+        except signature.PythonComponents as e:
+            # TensorFlow hands each replica its own Python value; only the eager path can.
+            raise NeedsEager(str(e), e) from e
         key = (id(fn), inputs.key)
         entry = self._cache.get(key)
         if entry is None or entry[0] is not fn:

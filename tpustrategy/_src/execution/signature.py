@@ -105,6 +105,25 @@ def _dtype(x: Any) -> Any:
     return found
 
 
+class PythonComponents(Exception):
+    """A ``PerReplica`` argument holds Python values (strings, objects) that cannot enter a program."""
+
+    def __init__(self, example: Any):
+        super().__init__(f"its per-replica arguments hold Python values ({type(example).__name__} {example!r:.40})")
+        self.example = example
+
+
+def _python_component(leaf: DistributedValues) -> Any:
+    if leaf.has_stacked or leaf.is_traced or leaf.replica_tracer is not None:
+        return None
+    for c in leaf.values:
+        if isinstance(c, (str, bytes)) or (isinstance(c, np.ndarray) and c.dtype.kind in "OUS"):
+            return c
+        if not isinstance(c, (jax.Array, np.ndarray, np.generic, int, float, bool, complex)):
+            return c
+    return None
+
+
 def classify(tree: Any, split_sharding: Any = None) -> Inputs:
     """Classifies the leaves of ``tree``.
 
@@ -122,6 +141,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
                 x = np.asarray(x)
             spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
         elif isinstance(leaf, DistributedValues):
+            if (odd := _python_component(leaf)) is not None:
+                raise PythonComponents(odd)
             x = leaf.stacked_array(split_sharding)
             shapes = leaf.shapes if leaf.is_ragged else None
             spec = LeafSpec(PER_REPLICA, x.shape, _dtype(x), False, shapes)

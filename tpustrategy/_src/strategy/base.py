@@ -188,8 +188,13 @@ class Strategy:
                 self._runner.mark_eager(fn, e.reason)
                 return self._runner.run_eagerly(fn, args, kwargs)
             except _CONCRETIZATION_ERRORS as e:
-                if frames.current() is not None:
-                    raise  # inside tps.function there is no eager fallback
+                from tpustrategy._src.function import dynamic_shape_error
+
+                if frames.current() is not None:  # inside tps.function there is no eager fallback
+                    found = dynamic_shape_error(f"strategy.run({getattr(fn, '__qualname__', fn)})", e)
+                    if found is not None:
+                        raise found from e
+                    raise
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 self._runner.mark_eager(fn, f"it uses a per-replica value as a Python value "
                                             f"({type(e).__name__}: {first})")

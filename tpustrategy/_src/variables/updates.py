@@ -35,11 +35,18 @@ def _replica_context() -> Any:
     return entry.replica_context
 
 
-def _check_strategy(var: Any) -> None:
+def _check_strategy(var: Any, reading: bool = False) -> None:
+    """Refuses a variable of another strategy, except a mirrored variable being read.
+
+    TensorFlow lets a replica function of one strategy read a mirrored variable made under
+    another (it reads the primary copy); here its one value enters the program, moved to
+    the running strategy's devices. Writes, and sync-on-read variables (whose components
+    belong to the other strategy's replicas), keep TensorFlow's mixing error.
+    """
     entry = context.current_entry()
     if var._strategy is None or entry is None or entry.strategy._is_default:
         return
-    if entry.strategy is not var._strategy:
+    if entry.strategy is not var._strategy and not (reading and var._kind == MIRRORED):
         raise context.mixing_error(entry.strategy, var._strategy)
 
 
@@ -62,7 +69,7 @@ def read(var: Any) -> Any:
     frame = frames.current()
     if frame is not None:
         if frame.level == "replica":
-            _check_strategy(var)
+            _check_strategy(var, reading=True)
             local = frame.read(var, var._shape)
             if var._kind == SYNC_ON_READ and _in_merge_fn():
                 return _aggregate_traced(var, local)
