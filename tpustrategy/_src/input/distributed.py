@@ -65,22 +65,31 @@ class _StepSource:
         self._options = options
         self._coordinate = coordinate and jax.process_count() > 1
         self._agreement = None
+        self._ahead: tuple[Any, Any, Any, Any] | None = None  # the step looked up one element ahead
+        self._pulled_batch: int | None = None
         if self._coordinate:
             from tpustrategy._src.input.agreement import StepAgreement
 
-            self._agreement = StepAgreement()
+            rule, sizes_of = self._agreement_rule()
+            self._agreement = StepAgreement(rule, len(self._empty_pieces()), sizes_of)
         self._prefetcher = Prefetcher(self._produce, options.prefetch_to_device)
         self._local_done = False
         self._first_replica = 0
 
+    def _agreement_rule(self) -> tuple[Any, Any]:
+        """What this pipeline proves about every process's steps (``agreement.Rule``), and f(b) -> sizes."""
+        from tpustrategy._src.input.agreement import Rule
+
+        return Rule(False, None, False, "one user-built pipeline per process: sizes are exchanged"), None
+
     # Subclasses: _host_state(), _set_host_state(state), _next_pieces() -> pieces list.
     def _produce(self) -> tuple[Any, Any]:
         """Runs on the prefetch thread: host work, the processes' agreement, the copies to the devices."""
-        state = self._host_state()
         if not self._coordinate:
+            state = self._host_state()
             pieces, whole = self._next_pieces()
             return state, self._group(pieces, whole)
-        return state, self._agree()
+        return self._agree()
 
     def _group(self, pieces: list[Any], whole: Any = None, global_sizes: list[int] | None = None) -> Any:
         return to_device.group(self._strategy, pieces, self._options.experimental_fetch_to_device, whole,
@@ -101,28 +110,44 @@ class _StepSource:
         except StopIteration:
             raise OutOfRangeError("End of sequence") from None
 
-    def _agree(self) -> Any:
-        """Multi-host: one exchange of (has data, piece sizes) per step.
+    def _pull(self) -> tuple[Any, Any, Any, Any]:
+        """``(state before, pieces, whole, global batch)`` of this process's next step (pieces None: no data)."""
+        state = self._host_state()
+        if self._local_done:
+            return state, None, None, None
+        try:
+            pieces, whole = self._next_pieces()
+        except StopIteration:
+            self._local_done = True
+            return state, None, None, None
+        return state, pieces, whole, self._pulled_batch
+
+    def _agree(self) -> tuple[Any, Any]:
+        """Multi-host: the processes agree on the step (``agreement``); returns ``(state, step)``.
 
         Iteration ends only when no process has data; a process that ran out
         feeds empty pieces; if piece sizes differ anywhere in the job, every
         process learns every replica's size, so all of them build one program.
         """
-        has = not self._local_done
-        if has:
-            try:
-                pieces, whole = self._next_pieces()
-            except StopIteration:
-                self._local_done, has = True, False
-        if not has:
-            pieces, whole = self._empty_pieces(), None
-        sizes = [_leading(p) for p in pieces] if has else [0] * len(pieces)
-        info = self._agreement.exchange([int(has)] + sizes)
-        if not info[:, 0].any():
+        agreement = self._agreement
+        if agreement.ended:
             raise StopIteration
-        sizes_all = info[:, 1:].ravel().tolist()
-        ragged = len(set(sizes_all)) > 1
-        return self._group(pieces, whole, sizes_all if ragged else None)
+        current, self._ahead = (self._ahead or self._pull()), None
+        state, pieces, whole, batch = current
+        has_next = pieces is not None
+        if agreement.looks_ahead and pieces is not None:
+            self._ahead = self._pull()  # so the last step also says that the epoch ends
+            has_next = self._ahead[1] is not None
+        sizes = [_leading(p) for p in pieces] if pieces is not None else None
+        step = agreement.exchange(sizes, has_next, batch)
+        if not step.exists:
+            raise StopIteration
+        if pieces is None:
+            pieces, whole = self._empty_pieces(), None
+        return state, self._group(pieces, whole, step.sizes)
+
+    def _position(self) -> Any:
+        return self._ahead[0] if self._ahead is not None else self._host_state()
 
     def get_next_as_optional(self) -> Optional:
         try:
@@ -138,10 +163,11 @@ class _StepSource:
 
     def get_state(self) -> dict[str, Any]:
         """A JSON-able position: resuming from it yields the step ``get_next`` would give next."""
-        return {"host": self._prefetcher.snapshot(self._host_state), "done": False}
+        return {"host": self._prefetcher.snapshot(self._position), "done": False}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._prefetcher.stop()
+        self._ahead = None
         self._set_host_state(state["host"])
         self._local_done = bool(state.get("done", False))
         if self._agreement is not None:
@@ -176,11 +202,24 @@ class DistributedIterator(_StepSource):
         empty = split.empty_like_spec(self._ds._plan.dataset.element_spec)
         return [empty] * self._ds._num_local
 
+    def _agreement_rule(self) -> tuple[Any, Any]:
+        from tpustrategy._src.input import agreement
+
+        ds = self._ds
+        policy = self._options.partial_batch
+        rule = agreement.rule_for(ds._plan, ds._num_replicas, policy)
+
+        def sizes_of(b: int) -> list[int]:
+            return list(rule.full_sizes) if policy == "pad" and rule.full_sizes else split.piece_sizes(b, ds._num_replicas)
+
+        return rule, sizes_of
+
     def _next_pieces(self) -> tuple[list[Any], Any]:
         while True:
             element = next(self._host)
             result = self._ds._pieces_of(element)
             if result is not None:
+                self._pulled_batch = _leading(element)
                 return result
 
 
