@@ -92,13 +92,4 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None) -> list[An
     """``jax.core.eval_jaxpr``, re-applying core-sharding annotations on ``mesh``."""
     if mesh is None:
         return jax.core.eval_jaxpr(jaxpr, consts, *args)
-    env: dict[Any, Any] = {}
-
-    def read(atom: Any) -> Any:
-        return atom.val if jaxpr_tools.is_literal(atom) else env[atom]
-
-    env.update(zip(jaxpr.constvars, consts))
-    env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        env.update(zip(eqn.outvars, bind(eqn, [read(a) for a in eqn.invars], mesh)))
-    return [read(v) for v in jaxpr.outvars]
+    return jaxpr_tools.interpret(jaxpr, list(consts), list(args), lambda eqn, values: bind(eqn, values, mesh))

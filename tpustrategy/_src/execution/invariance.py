@@ -43,18 +43,8 @@ def varying_outputs(jaxpr: Any, in_varying: list[bool]) -> list[bool]:
       jaxpr: the replica function's jaxpr.
       in_varying: per input, whether it differs across replicas.
     """
-    varying: dict[Any, bool] = dict(zip(jaxpr.invars, in_varying))
-
-    def is_varying(atom: Any) -> bool:
-        if jaxpr_tools.is_literal(atom):
-            return False
-        return varying.get(atom, False)
-
-    for eqn in jaxpr.eqns:
-        outs = eqn_outputs_varying(eqn, [is_varying(a) for a in eqn.invars])
-        for var, flag in zip(eqn.outvars, outs):
-            varying[var] = flag
-    return [is_varying(v) for v in jaxpr.outvars]
+    return jaxpr_tools.interpret(jaxpr, [False] * len(jaxpr.constvars), list(in_varying), eqn_outputs_varying,
+                                 constant=lambda value, aval: False)
 
 
 def eqn_outputs_varying(eqn: Any, ins: list[bool]) -> list[bool]:

@@ -93,6 +93,40 @@ def any_eqn(jaxpr: Any, predicate: Callable[[Any], bool]) -> bool:
     return any(predicate(eqn) for eqn in walk(jaxpr))
 
 
+def interpret(jaxpr: Any, consts: list[Any], args: list[Any], emit: Callable[[Any, list[Any]], list[Any]], *,
+              inline: Callable[[Any], bool] = lambda eqn: False,
+              constant: Callable[[Any, Any], Any] = lambda value, aval: value) -> list[Any]:
+    """Runs ``jaxpr`` over any kind of value: the one interpreter of the execution core.
+
+    Args:
+      jaxpr: the (open) jaxpr.
+      consts: one value per constvar; ``args``: one per invar.
+      emit: ``emit(eqn, operand_values) -> result_values`` for every equation not inlined.
+      inline: calls (``CALLS``) for which it is true have their body interpreted in place.
+      constant: turns a literal or an inlined body's constant, with its aval, into a value.
+
+    Returns:
+      The values of the jaxpr's outputs.
+    """
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Any) -> Any:
+        return constant(atom.val, atom.aval) if is_literal(atom) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        values = [read(a) for a in eqn.invars]
+        body = called(eqn) if inline(eqn) else None
+        if body is not None:
+            inner, inner_consts = body
+            outs = interpret(inner, [constant(c, v.aval) for c, v in zip(inner_consts, inner.constvars)],
+                             values, emit, inline=inline, constant=constant)
+        else:
+            outs = emit(eqn, values)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
 def primitives_in(jaxpr: Any) -> set[str]:
     """Every primitive name used in ``jaxpr`` and its nested jaxprs."""
     return {eqn.primitive.name for eqn in walk(jaxpr)}

@@ -91,12 +91,7 @@ class ClassProgram:
 def flatten(closed: Any) -> ClassProgram:
     """Cuts a class's closed jaxpr at its collectives (see the module docstring)."""
     jaxpr = closed.jaxpr
-    avals: dict[Key, Any] = {}
-    scope: dict[Any, Atom] = {}
-    for j, var in enumerate(jaxpr.invars):
-        scope[var] = Atom(("in", j), aval=var.aval)
-        avals[("in", j)] = var.aval
-    scope.update((var, Atom(None, c, var.aval)) for var, c in zip(jaxpr.constvars, closed.consts))
+    avals: dict[Key, Any] = {("in", j): var.aval for j, var in enumerate(jaxpr.invars)}
     segments: list[list[Step]] = [[]]
     cuts: list[Step] = []
     count = [0]
@@ -108,36 +103,24 @@ def flatten(closed: Any) -> ClassProgram:
             found = contains[id(eqn)] = jaxpr_tools.contains_collective(eqn)
         return found
 
-    def atom(a: Any, env: dict[Any, Atom]) -> Atom:
-        return Atom(None, a.val, a.aval) if jaxpr_tools.is_literal(a) else env[a]
+    def emit(eqn: Any, ins: list[Atom]) -> list[Atom]:
+        if has_collective(eqn):
+            outs = [("cut", len(cuts), o) for o in range(len(eqn.outvars))]
+            cuts.append(Step(eqn, ins, outs))
+            segments.append([])
+        else:
+            outs = [("eq", count[0], o) for o in range(len(eqn.outvars))]
+            count[0] += 1
+            segments[-1].append(Step(eqn, ins, outs))
+        avals.update(zip(outs, (var.aval for var in eqn.outvars)))
+        return [Atom(key, aval=var.aval) for key, var in zip(outs, eqn.outvars)]
 
-    def walk(jx: Any, env: dict[Any, Atom]) -> None:
-        for eqn in jx.eqns:
-            ins = [atom(a, env) for a in eqn.invars]
-            if has_collective(eqn) and not jaxpr_tools.is_collective(eqn):
-                body = jaxpr_tools.called(eqn)
-                if body is not None:
-                    inner_jaxpr, consts = body
-                    inner = dict(zip(inner_jaxpr.invars, ins))
-                    inner.update((v, Atom(None, c, v.aval)) for v, c in zip(inner_jaxpr.constvars, consts))
-                    walk(inner_jaxpr, inner)
-                    for out, inner_out in zip(eqn.outvars, inner_jaxpr.outvars):
-                        env[out] = atom(inner_out, inner)
-                    continue
-            if has_collective(eqn):
-                outs = [("cut", len(cuts), o) for o in range(len(eqn.outvars))]
-                cuts.append(Step(eqn, ins, outs))
-                segments.append([])
-            else:
-                outs = [("eq", count[0], o) for o in range(len(eqn.outvars))]
-                count[0] += 1
-                segments[-1].append(Step(eqn, ins, outs))
-            for var, key in zip(eqn.outvars, outs):
-                env[var] = Atom(key, aval=var.aval)
-                avals[key] = var.aval
-
-    walk(jaxpr, scope)
-    return ClassProgram(segments, cuts, [atom(a, scope) for a in jaxpr.outvars], avals)
+    outs = jaxpr_tools.interpret(
+        jaxpr, [Atom(None, c, v.aval) for c, v in zip(closed.consts, jaxpr.constvars)],
+        [Atom(("in", j), aval=var.aval) for j, var in enumerate(jaxpr.invars)], emit,
+        inline=lambda eqn: has_collective(eqn) and not jaxpr_tools.is_collective(eqn),
+        constant=lambda value, aval: Atom(None, value, aval))
+    return ClassProgram(segments, cuts, outs, avals)
 
 
 # Agreement of the collectives -------------------------------------------------------------------
