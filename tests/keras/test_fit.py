@@ -108,3 +108,26 @@ def test_fit_on_four_replicas_of_two_cores_equals_one_device(reference):
         compile_(model)
     got = model.fit(tpsd.Dataset.from_tensor_slices((X, Y)).batch(16), epochs=3, verbose=0).history
     _assert_history(got, history)
+
+
+def test_kernels_split_over_the_cores_of_a_4x2_assignment_train_like_one_device(reference):
+    weights, history, evaluated, _ = reference
+    grid = np.array(jax.devices()[:8]).reshape(4, 2)
+    strategy = tps.TPUStrategy(device_assignment=tps.tpu.DeviceAssignment.from_devices(grid))
+    with strategy.scope():
+        model = build()
+        model.set_weights(weights)
+        first, _, last = model.layers
+        assert strategy.experimental_split_to_logical_devices(first.kernel, [1, 2]) is first.kernel
+        strategy.experimental_split_to_logical_devices(last.kernel, [2, 1])
+        compile_(model)
+    ds = tpsd.Dataset.from_tensor_slices((X, Y)).batch(16)
+    got = model.fit(ds, epochs=3, verbose=0).history
+    _assert_history(got, history)
+    np.testing.assert_allclose(model.evaluate(ds, verbose=0), evaluated, rtol=1e-5, atol=1e-6)
+    # each device keeps half of each split kernel, and so do the Adam slots Keras copied from it
+    assert {s.data.shape for s in first.kernel.value.addressable_shards} == {(6, 8)}
+    assert {s.data.shape for s in last.kernel.value.addressable_shards} == {(8, 2)}
+    slots = [v for v in model.optimizer.variables if tuple(v.shape) == (6, 16)]
+    assert len(slots) == 2 and all({s.data.shape for s in v.value.addressable_shards} == {(6, 8)} for v in slots)
+    assert first.bias.value.sharding.is_fully_replicated

@@ -81,10 +81,12 @@ def _make_class() -> type:
             if state._kind == variables_lib.SYNC_ON_READ:
                 return None  # stored [R, ...] by the adopted class itself
             if getattr(variable, "_layout", None) is not None:
+                variables_lib.note_layout(state, variable._layout)
                 return variable._layout
             if self.layout_map is not None:
                 found = self.layout_map[variable.path]
                 if found is not None:
+                    variables_lib.note_layout(state, found)
                     return found
             return TensorLayout([None] * len(variable.shape), self.device_mesh)
 

@@ -32,7 +32,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
+from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
 from tpustrategy._src.variables import frames, updates
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
@@ -83,6 +83,23 @@ class KerasVariableState(Variable):
     @property
     def name(self) -> str:
         return f"{self._keras.path}:0"
+
+    @property
+    def _core_spec(self) -> Any:
+        return self.__dict__.get("_core_spec_value")
+
+    @_core_spec.setter
+    def _core_spec(self, spec: Any) -> None:
+        # experimental_split_to_logical_devices: Keras's layout follows, so the optimizer
+        # slots Keras copies from this variable later are split over the cores too.
+        self.__dict__["_core_spec_value"] = spec
+        if self._strategy is not None and spec is not None:
+            from keras.src.distribution.distribution_lib import TensorLayout
+
+            from tpustrategy._src.keras import distribution
+
+            axes = [*spec, *([None] * (len(self._shape) - len(spec)))]
+            self._keras._layout = TensorLayout(axes, distribution.for_strategy(self._strategy).device_mesh)
 
     @property
     def keras_variable(self) -> Any:
@@ -147,6 +164,13 @@ def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
             "__module__": base.__module__, "__qualname__": base.__qualname__})
     kvar.__class__ = sub
     return state
+
+
+def note_layout(state: KerasVariableState, layout: Any) -> None:
+    """Records a Keras layout over the replica's cores (a ``layout_map`` entry, a slot copying its weight's)."""
+    axes = tuple(getattr(layout, "axes", None) or ())
+    if any(a is not None for a in axes) and set(axes) <= {None, CORE_AXIS}:
+        state.__dict__["_core_spec_value"] = P(*axes)
 
 
 def sharding_of(state: KerasVariableState) -> Any:

@@ -86,6 +86,10 @@ def _apply(strategy: Any, x: Any, spec: P) -> Any:
     """Annotates (inside a trace) or re-lays out (a variable, a concrete array) ``x`` over the cores."""
     if strategy.num_cores_per_replica == 1:
         return x
+    keras_state = getattr(x, "__dict__", {}).get("_tps_state")  # a Keras variable adopted under the scope
+    if keras_state is not None:
+        out = _apply(strategy, keras_state, spec)
+        return x if out is keras_state else out
     sharding = NamedSharding(strategy.mesh, spec)
     frame = frames.current()
     if _is_variable(x) and frame is not None:
