@@ -131,3 +131,17 @@ def test_run_all_rejects_a_row_without_numbers_that_is_not_marked_skipped():
     row["skipped"] = None
     with pytest.raises(ValueError, match="not marked skipped"):
         run_all.normalise("s.py", row)
+
+
+def test_the_simulated_pod_counts_two_requests_per_process_per_step_against_p_plus_two():
+    import coordinator_requests
+
+    result = coordinator_requests.simulate(6, 4, legacy=True)
+    assert result["ours_requests"] == 2 * 6  # one increment + one get (or the result) each
+    # the previous protocol: a set and 6 gets per process and step, a delete from step 2 on
+    assert result["legacy_requests"] == 6 * (1 + 6 + 2 / 4)
+    for key in ("ours_cpu", "legacy_cpu", "ours_wall", "legacy_wall"):
+        assert result[key] >= 0 and math.isfinite(result[key])
+    row = _common.row("simulated pod", [result["ours_requests"]], [result["legacy_requests"]],
+                      "requests/step", interleaved=False)
+    run_all.normalise("coordinator_requests.py", row)

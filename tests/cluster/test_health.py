@@ -155,6 +155,15 @@ def test_a_probe_is_answered_but_does_not_become_a_link(pair):
     assert not peerlink.probe("127.0.0.1:1", timeout=0.5)
 
 
+def test_a_probe_that_says_who_sent_it_is_remembered(pair):
+    m0, _ = pair
+    assert peerlink.probe(m0.link_address, sender=1)
+    deadline = time.monotonic() + 5
+    while 1 not in m0.probed_by and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(m0.probed_by) == [1] and sorted(m0._links) == [1] and m0.fault is None
+
+
 def test_a_connection_with_the_wrong_token_is_refused(pair):
     m0, _ = pair
     stranger = peerlink.connect(m0.link_address, hello=1, token="guess", timeout=2)

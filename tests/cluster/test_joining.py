@@ -27,8 +27,9 @@ class Listening:
 
 
 class FakeMonitor:
-    def __init__(self, peers):
+    def __init__(self, peers, probed_by=None):
         self.peers = peers
+        self.probed_by = probed_by or {}
 
 
 def values(num, task=1, coordinator=None):
@@ -49,6 +50,18 @@ def test_the_process_that_does_not_answer_at_its_address_is_named():
         f"process 3 of 4 (worker:3, {silent}) did not join the job within "
         "initialization_timeout=9 s (waited by process 1 of 4): nothing answers at its address")
     assert "Fix: start every process of the job with the same coordinator address" in str(error)
+
+
+def test_a_peer_that_probed_this_process_is_not_named_after_it_ended():
+    # With 3+ processes, a survivor whose deadline came first probes the others and ends:
+    # its probe said it was there, so a later survivor must not blame it too.
+    silent_one, silent_two = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    peers = {1: Peer(task=1, num_processes=3, address=silent_one, name="worker:1"),
+             2: Peer(task=2, num_processes=3, address=silent_two, name="worker:2")}
+    dead_coordinator = f"127.0.0.1:{free_port()}"
+    fault = joining._missing_fault(values(3, 2, dead_coordinator), FakeMonitor(peers, {1: 0.0}), 9)
+    assert fault.culprits == (0,)
+    assert str(fault.exception()).startswith("process 0 of 3")
 
 
 def test_a_missing_coordinator_is_named_as_such():

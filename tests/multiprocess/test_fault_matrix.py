@@ -1,7 +1,8 @@
 """The fault matrix: kill / stop / raise / exit / never joins, through the launcher and TF_CONFIG.
 
-Every case runs 2 processes x 2 fake CPU devices (``worker_fault_matrix.py``);
-one process suffers the fault while the other waits in a compiled cross-process
+Most cases run 2 processes x 2 fake CPU devices (``worker_fault_matrix.py``), a
+few run 3 or 4 (process 0, the coordinator's host, among the victims); one
+process suffers the fault while the others wait in a compiled cross-process
 sum (or a host all-gather, or Python code). The survivor must end with a
 ``tps.errors`` exception naming the victim, the documented exit code (75: lost
 or failed, 76: stuck or never joined), no SIGABRT and no fatal C++ log, within
@@ -27,7 +28,7 @@ from tests.multiprocess.harness import HERE, REPO, alive, clean_env
 from tpustrategy._src.cluster import faults
 from tpustrategy._src.cluster.launch import free_port
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(150)
 WORKER = str(HERE / "worker_fault_matrix.py")
 TUNED = "3"
 BOUND_S = 15.0
@@ -109,9 +110,10 @@ def run_tf_config_job(tmp: pathlib.Path, fault: str, victim: int, heartbeat: str
 
 
 def run_launcher_job(tmp: pathlib.Path, fault: str, victim: int, heartbeat: str = TUNED,
-                     where: str = "compiled", limit: float = 80) -> tuple[int, str, float]:
+                     where: str = "compiled", limit: float = 80,
+                     n: int = 2) -> tuple[int, str, float]:
     """Runs the job under ``python -m tpustrategy.launch``: (code, stderr, seconds after fault)."""
-    cmd = [sys.executable, "-m", "tpustrategy.launch", "-n", "2", "--devices-per-process", "2",
+    cmd = [sys.executable, "-m", "tpustrategy.launch", "-n", str(n), "--devices-per-process", "2",
            "--timeout", str(limit), "--grace", "1", "--fault-grace", "3", WORKER, fault,
            str(victim), str(tmp), heartbeat, where]
     started = time.time()
@@ -147,28 +149,61 @@ LAUNCHER_CASES = [
 ]
 
 
+def check_launcher_outcome(returncode: int, err: str, seconds: float, fault: str, victim: int,
+                           code: int, first: str, survivor_code: int, n: int = 2) -> None:
+    """Every survivor names the victim with its code; the launcher blames the victim first."""
+    assert returncode == code, err[-3000:]
+    report = [line for line in err.splitlines() if line.startswith("tpustrategy.launch:")]
+    assert len(report) == 1 and first in report[0], report
+    for survivor in (i for i in range(n) if i != victim):
+        found = report[0].find(f"process {survivor} ")
+        assert report[0].index(f"process {victim} ") < found, report
+        assert f"process {survivor} exited with code {survivor_code}" in report[0], report
+        markers = [faults.parse_marker(line[len(f"[p{survivor}] "):]) for line in err.splitlines()
+                   if line.startswith(f"[p{survivor}] {faults.MARKER}")]
+        assert markers and markers[-1]["culprits"] == [victim], err[-3000:]
+        assert markers[-1]["exit_code"] == survivor_code
+        error = "UnavailableError" if survivor_code == 75 else "DeadlineExceededError"
+        assert (f"[p{survivor}] tpustrategy._src.errors.{error}: process {victim} of {n} "
+                "(127.0.0.1:") in err, err[-3000:]
+    if fault == "raise":
+        assert f"(ValueError: boom in process {victim})" in report[0]
+        assert f"its own code raised ValueError: boom in process {victim}" in err
+    _assert_clean(err)
+    assert seconds < BOUND_S + (10 if fault == "never" else 0), report
+
+
 @pytest.mark.parametrize("fault,victim,code,first,survivor_code", LAUNCHER_CASES,
                          ids=[f"{c[0]}-p{c[1]}" for c in LAUNCHER_CASES])
 def test_through_the_launcher_the_survivor_names_the_victim_and_the_launcher_blames_it(
         tmp_path, fault, victim, code, first, survivor_code):
     returncode, err, seconds = run_launcher_job(tmp_path, fault, victim)
-    survivor = 1 - victim
-    assert returncode == code, err[-3000:]
-    report = [line for line in err.splitlines() if line.startswith("tpustrategy.launch:")]
-    assert len(report) == 1 and first in report[0], report
-    assert report[0].index(f"process {victim} ") < report[0].find(f"process {survivor} ")
-    assert f"process {survivor} exited with code {survivor_code}" in report[0]
-    markers = [faults.parse_marker(line[len(f"[p{survivor}] "):]) for line in err.splitlines()
-               if line.startswith(f"[p{survivor}] {faults.MARKER}")]
-    assert markers and markers[-1]["culprits"] == [victim], err[-3000:]
-    assert markers[-1]["exit_code"] == survivor_code
-    error = "UnavailableError" if survivor_code == 75 else "DeadlineExceededError"
-    assert f"[p{survivor}] tpustrategy._src.errors.{error}: process {victim} of 2 (127.0.0.1:" in err
-    if fault == "raise":
-        assert "(ValueError: boom in process 1)" in report[0]
-        assert "its own code raised ValueError: boom in process 1" in err
-    _assert_clean(err)
-    assert seconds < BOUND_S + (10 if fault == "never" else 0), report
+    check_launcher_outcome(returncode, err, seconds, fault, victim, code, first, survivor_code)
+    _assert_no_process_left(tmp_path)
+
+
+def launcher_expectation(fault: str, victim: int) -> tuple[int, str, int]:
+    """(launcher exit code, what it says first, survivors' exit code) for any job size."""
+    return {
+        "kill": (128 + signal.SIGKILL, f"process {victim} was killed by SIGKILL", 75),
+        "stop": (76, f"process {victim} stopped answering its peers (stuck); it was stopped", 76),
+        "raise": (1, f"process {victim} exited with code 1 after", 75),
+        "exit": (3, f"process {victim} exited with code 3 after", 75),
+        "never": (76, f"process {victim} never joined the job", 76),
+    }[fault]
+
+
+# A few cases of 3 and 4 processes, process 0 (the coordinator's host) among the victims;
+# tools/fault_matrix.py --processes 3,4 measures every fault of every process.
+BIG_LAUNCHER_CASES = [("kill", 0, 3), ("stop", 0, 3), ("never", 1, 3), ("raise", 3, 4)]
+
+
+@pytest.mark.parametrize("fault,victim,n", BIG_LAUNCHER_CASES,
+                         ids=[f"{c[0]}-p{c[1]}-of-{c[2]}" for c in BIG_LAUNCHER_CASES])
+def test_with_three_or_four_processes_every_survivor_names_the_victim(tmp_path, fault, victim, n):
+    returncode, err, seconds = run_launcher_job(tmp_path, fault, victim, n=n, limit=100)
+    code, first, survivor_code = launcher_expectation(fault, victim)
+    check_launcher_outcome(returncode, err, seconds, fault, victim, code, first, survivor_code, n=n)
     _assert_no_process_left(tmp_path)
 
 
@@ -224,6 +259,32 @@ def test_three_processes_all_name_the_one_that_failed_first(tmp_path):
         assert outcome.codes[survivor] == faults.EXIT_UNAVAILABLE
         assert outcome.marker(survivor)["culprits"] == [2], outcome.stderr[survivor][-2000:]
         _assert_clean(outcome.stderr[survivor])
+
+
+def check_tf_config_outcome(outcome: Outcome, fault: str, victim: int, n: int) -> None:
+    """Every survivor ends with its code, names the victim by task name, without SIGABRT, in time."""
+    code = 76 if fault in ("stop", "never") else 75
+    for survivor in (i for i in range(n) if i != victim):
+        text = outcome.stderr[survivor]
+        assert outcome.codes[survivor] == code, text[-3000:]
+        marker = outcome.marker(survivor)
+        assert marker is not None and marker["culprits"] == [victim], text[-3000:]
+        assert f"process {victim} of {n} (worker:{victim}, 127.0.0.1:" in text, text[-3000:]
+        _assert_clean(text)
+        limit = BOUND_S + (10 if fault == "never" else 0)
+        assert outcome.ended_after[survivor] < limit, outcome.ended_after
+
+
+BIG_TF_CONFIG_CASES = [("kill", 0, 3), ("never", 0, 3), ("stop", 2, 4)]
+
+
+@pytest.mark.parametrize("fault,victim,n", BIG_TF_CONFIG_CASES,
+                         ids=[f"{c[0]}-p{c[1]}-of-{c[2]}" for c in BIG_TF_CONFIG_CASES])
+def test_with_tf_config_and_three_or_four_processes_every_survivor_names_the_victim(
+        tmp_path, fault, victim, n):
+    outcome = run_tf_config_job(tmp_path, fault, victim, n=n, limit=100)
+    check_tf_config_outcome(outcome, fault, victim, n)
+    _assert_no_process_left(tmp_path)
 
 
 def test_a_program_that_catches_the_fault_keeps_its_own_exit_code(tmp_path):

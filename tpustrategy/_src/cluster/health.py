@@ -86,6 +86,8 @@ class Monitor:
         self._links: dict[int, peerlink.Link] = {}
         self._new: list[peerlink.Link] = []
         self._departed: set[int] = set()
+        # Peers whose probe reached this process while the job assembled (they were alive).
+        self.probed_by: dict[int, float] = {}
         self._wake_r, self._wake_w = socket.socketpair()
         self.fault: Fault | None = None
         self._exit_at: float | None = None
@@ -394,6 +396,10 @@ class Monitor:
 
     def _accept_hello(self, link: peerlink.Link, message: dict[str, Any]) -> bool:
         peer = message.get("hello")
+        sender = message.get("from")
+        if message.get("probe") and isinstance(sender, int) and 0 <= sender < self.num_processes:
+            with self._lock:
+                self.probed_by[sender] = time.monotonic()
         if (not isinstance(peer, int) or message.get("token") != self.token
                 or not 0 <= peer < self.num_processes or peer == self.task):
             return False  # a probe, or not a member of this job

@@ -117,9 +117,11 @@ def _missing_fault(values: dict[str, Any], monitor: health.Monitor | None,
         if peer == task:
             continue
         where = address if peer == 0 else peers[peer].address if peer in peers else None
+        if peer in getattr(monitor, "probed_by", {}):
+            continue  # it probed this process while joining: it is there (and may have ended since)
         if where is None:
             unknown.append(peer)
-        elif not peerlink.probe(where, timeout=1.0):
+        elif not peerlink.probe(where, timeout=1.0, sender=task):
             missing.append(peer)
     if num is None and address is not None and not peerlink.probe(address, timeout=1.0):
         missing, unknown = [0], []

@@ -80,11 +80,16 @@ def listen(preferred: str | None, toward: str | None) -> socket.socket:
     raise OSError(f"tps.initialize: could not open the health link listener ({error}).")
 
 
-def probe(address: str, timeout: float = 2.0) -> bool:
-    """Whether a process accepts connections at ``address`` (it has started)."""
+def probe(address: str, timeout: float = 2.0, sender: int | None = None) -> bool:
+    """Whether a process accepts connections at ``address`` (it has started).
+
+    ``sender`` (this process's index) lets the probed process know that this one
+    was alive and joining, even if this one has ended by the time it probes back.
+    """
+    message = {"probe": True} if sender is None else {"probe": True, "from": sender}
     try:
         with socket.create_connection(split_address(address), timeout=timeout) as sock:
-            sock.sendall(b'{"probe": true}\n')
+            sock.sendall(json.dumps(message).encode() + b"\n")
         return True
     except OSError:
         return False
