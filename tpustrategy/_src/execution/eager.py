@@ -5,7 +5,9 @@ replica functions that need concrete per-replica Python values
 (``if replica_id == 0:``) or that the ragged back end cannot cut. Each thread
 runs ``fn`` on its own replica's device with that replica's components of the
 arguments; the collectives of ``EagerReplicaContext`` synchronise the threads
-(TensorFlow MirroredStrategy semantics). A replica that never reaches a
+(TensorFlow MirroredStrategy semantics). The threads run under
+``jax.disable_jit()``, so ``lax`` loops and conditionals run as Python and a
+collective inside them exchanges concrete values on every iteration. A replica that never reaches a
 collective the others wait at raises ``DeadlineExceededError`` after
 ``TPS_EAGER_TIMEOUT`` — the main thread waits with the same bound, so a stuck
 replica thread never hangs the caller.
@@ -26,11 +28,11 @@ import jax
 import numpy as np
 
 from tpustrategy._src import config
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import DeadlineExceededError
 from tpustrategy._src.execution.program import Placement
 from tpustrategy._src.replica.context import EagerReplicaContext
 from tpustrategy._src.replica.rendezvous import MISMATCH_MESSAGE, Rendezvous
-from tpustrategy._src.strategy import context
 from tpustrategy._src.values import mesh_axis, regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
