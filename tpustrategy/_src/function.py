@@ -30,9 +30,9 @@ import jax
 import numpy as np
 
 from tpustrategy._src import config
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import host_values, pulls, signature, trace
 from tpustrategy._src.execution.program import Placement, Program, split_flags
-from tpustrategy._src.strategy import context
 from tpustrategy._src.variables import frames
 
 _CACHE_SIZE = 64

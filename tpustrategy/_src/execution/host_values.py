@@ -79,7 +79,7 @@ def agree_on_shapes(tree: Any) -> None:
             "strategy.run: the processes of the job passed different numbers of per-replica components "
             f"({[len(p) for p in per_process]}); every process must call run with the same structure."
         )
-    from tpustrategy._src.strategy.gather import shape_mismatch_error
+    from tpustrategy._src.replica.shapes import shape_mismatch_error
 
     offset = 0
     for leaf in host_built:

@@ -28,9 +28,9 @@ from typing import Any
 
 import jax
 
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import pulls as pulls_lib
 from tpustrategy._src.execution.signature import MIRRORED, PER_REPLICA, Inputs, LeafSpec
-from tpustrategy._src.strategy import context
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS

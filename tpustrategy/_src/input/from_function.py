@@ -35,9 +35,7 @@ class DistributedDatasetsFromFunction:
         self._num_local = n // num_pipelines
         per_replica = options.experimental_replication_mode is InputReplicationMode.PER_REPLICA
         if per_replica:
-            from tpustrategy._src.strategy.strategies import MirroredStrategy
-
-            if not isinstance(strategy, MirroredStrategy):
+            if not getattr(strategy, "_per_replica_input", False):  # MirroredStrategy
                 raise NotImplementedError(
                     "InputReplicationMode.PER_REPLICA is only supported in MirroredStrategy's "
                     f"distribute_datasets_from_function; {type(strategy).__name__} builds one "

@@ -133,7 +133,7 @@ def eager_all_gather(ctx: Any, leaves: list[Any], axis: int) -> list[Any]:
                 f"axis {axis}; received a scalar.\nFix: reshape it to [1] first."
             )
     everyone = ctx._rendezvous.exchange(ctx._local_id, "all_gather", leaves)
-    from tpustrategy._src.strategy.gather import shape_mismatch_error
+    from tpustrategy._src.replica.shapes import shape_mismatch_error
 
     for k in range(len(leaves)):
         error = shape_mismatch_error("ReplicaContext.all_gather", [np.shape(vals[k]) for vals in everyone], axis)

@@ -12,9 +12,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
 from tpustrategy._src.replica import collectives
-from tpustrategy._src.strategy import context
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
@@ -107,9 +107,7 @@ class ReplicaContext:
 
     def experimental_logical_device(self, logical_device_id: int) -> Any:
         """Accepted and validated: under SPMD partitioning XLA places the replica's work on its cores."""
-        from tpustrategy._src.strategy.logical_devices import logical_device_scope
-
-        return logical_device_scope(self._strategy, logical_device_id)
+        return self._strategy._logical_device_scope(logical_device_id)
 
     # Subclass hooks --------------------------------------------------------------
     def _all_reduce_leaves(self, op: ReduceOp, leaves: list[Any]) -> list[Any]:

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from tpustrategy._src import config
+from tpustrategy._src.context import extensions
 from tpustrategy._src.execution import dispatch, host_values
 from tpustrategy._src.execution.runner import NeedsEager, ReplicaRunner
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
@@ -129,12 +130,8 @@ class Strategy:
                 raise RuntimeError(context.CROSS_REPLICA_ERROR)
             if entry.strategy is not self and not entry.strategy._is_default:
                 raise context.mixing_error(entry.strategy, self)
-        keras_scope: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if "keras" in __import__("sys").modules:  # Keras 3 support, only when the user imported Keras
-            from tpustrategy._src.keras import scope_hook
-
-            keras_scope = scope_hook(self)
-        with context.push(self, None, is_scope=True), keras_scope:
+        # Keras 3 support joins the scope only when the user imported Keras.
+        with context.push(self, None, is_scope=True), extensions.scope_extensions(self):
             yield self
 
     def _enter_for(self, api: str) -> contextlib.AbstractContextManager[Any]:
@@ -143,6 +140,12 @@ class Strategy:
         if entry is not None and entry.strategy is self:
             return contextlib.nullcontext()
         return context.push(self, None)
+
+    def _logical_device_scope(self, logical_device_id: int) -> Any:
+        """``ReplicaContext.experimental_logical_device`` (validated; see ``logical_devices``)."""
+        from tpustrategy._src.strategy.logical_devices import logical_device_scope
+
+        return logical_device_scope(self, logical_device_id)
 
     # run ------------------------------------------------------------------------
     def run(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None, options: Any = None) -> Any:

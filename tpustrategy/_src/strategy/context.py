@@ -1,71 +1,22 @@
-"""Which strategy is current, and whether we are in cross-replica or replica context.
+"""The user-facing context accessors: ``get_strategy``, ``get_replica_context`` and friends.
 
-One stack per thread, as in TensorFlow (``distribute_lib._CurrentDistributionContext``):
-the default state, ``with strategy.scope()`` (cross-replica), inside a replica
-function (replica context), and inside ``merge_fn`` (cross-replica again).
-Replica threads of the eager path start with their own replica entry.
+The stack itself lives at the bottom of the package graph (``context.stack``); these
+accessors add the default strategy, which needs the strategy package.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-CROSS_REPLICA_ERROR = (
-    "Method requires being in cross-replica context, use get_replica_context().merge_call()"
+from tpustrategy._src.context.stack import (  # noqa: F401 - the strategy package's names
+    CROSS_REPLICA_ERROR,
+    current_entry,
+    has_strategy,
+    in_cross_replica_context,
+    mixing_error,
+    push,
+    require_cross_replica_or_default,
 )
-
-
-@dataclass
-class _Entry:
-    strategy: Any
-    replica_context: Any  # None in cross-replica context
-    is_scope: bool = False
-
-
-class _State(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[_Entry] = []
-
-
-_state = _State()
-
-
-def current_entry() -> _Entry | None:
-    stack = _state.stack
-    return stack[-1] if stack else None
-
-
-@contextlib.contextmanager
-def push(strategy: Any, replica_context: Any, is_scope: bool = False) -> Iterator[None]:
-    _state.stack.append(_Entry(strategy, replica_context, is_scope))
-    try:
-        yield
-    finally:
-        _state.stack.pop()
-
-
-def mixing_error(current: Any, other: Any) -> RuntimeError:
-    return RuntimeError(
-        f"Mixing different tf.distribute.Strategy objects: {object.__repr__(current)} is not "
-        f"{object.__repr__(other)}.\nFix: use one strategy at a time; leave "
-        "`with a.scope():` before calling b.run/b.reduce, and create variables "
-        "under the strategy that uses them."
-    )
-
-
-def require_cross_replica_or_default(strategy: Any, api: str) -> None:
-    """Raises TensorFlow's errors for calling ``api`` of ``strategy`` from the wrong place."""
-    entry = current_entry()
-    if entry is None:
-        return
-    if entry.replica_context is not None and not getattr(entry.replica_context, "_is_default", False):
-        raise RuntimeError(CROSS_REPLICA_ERROR)
-    if entry.strategy is not strategy and not getattr(entry.strategy, "_is_default", False):
-        raise mixing_error(entry.strategy, strategy)
 
 
 def get_strategy() -> Any:
@@ -76,18 +27,6 @@ def get_strategy() -> Any:
 
         return default_strategy()
     return entry.strategy
-
-
-def has_strategy() -> bool:
-    """True inside a non-default strategy's scope or replica function."""
-    entry = current_entry()
-    return entry is not None and not getattr(entry.strategy, "_is_default", False)
-
-
-def in_cross_replica_context() -> bool:
-    """True inside ``strategy.scope()`` or a ``merge_fn``; False in replica or default context."""
-    entry = current_entry()
-    return entry is not None and entry.replica_context is None
 
 
 def get_replica_context() -> Any:

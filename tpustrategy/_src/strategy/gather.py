@@ -22,9 +22,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.execution import host_values
 from tpustrategy._src.replica import across_processes
+from tpustrategy._src.replica.shapes import shape_mismatch_error
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
@@ -43,40 +43,6 @@ def _axis(axis: Any, rank: int) -> int:
             "(the batch axis)."
         )
     return int(axis) % rank
-
-
-def shape_mismatch_error(api: str, shapes: Any, axis: Any) -> InvalidArgumentError | None:
-    """TensorFlow's error when per-replica values of ``shapes`` cannot be concatenated along ``axis``.
-
-    Returns None when they can. The message holds the phrases of TensorFlow's
-    concat and collective errors ("Shape mismatch", "Ranks of all input tensors
-    should match", "Shape must be rank r but is rank s", "Dimension d in both
-    shapes must be equal"), which programs and tests match on.
-    """
-    shapes = [tuple(int(d) for d in s) for s in shapes]
-    first = shapes[0]
-    for i, s in enumerate(shapes[1:], start=1):
-        if len(s) != len(first):
-            return InvalidArgumentError(
-                f"{api}: Shape mismatch: Ranks of all input tensors should match: replica 0 has shape "
-                f"{list(first)} and replica {i} has shape {list(s)} (Shape must be rank {len(first)} but is "
-                f"rank {len(s)}).\nFix: give every replica's value the same rank (reshape it, or add an "
-                "axis with x[None])."
-            )
-    if not first or not isinstance(axis, (int, np.integer)) or not -len(first) <= axis < len(first):
-        return None  # the axis check names what is wrong with it
-    a = int(axis) % len(first)
-    for i, s in enumerate(shapes[1:], start=1):
-        for d, (x, y) in enumerate(zip(first, s)):
-            if d != a and x != y:
-                return InvalidArgumentError(
-                    f"{api}: Shape mismatch: Dimension {d} in both shapes must be equal, but are {x} and {y}: "
-                    f"replica 0 has shape {list(first)} and replica {i} has shape {list(s)}; per-replica "
-                    f"values may differ only along the gathered axis {a}.\nFix: make the replicas' values "
-                    f"equal in every dimension but axis {a} (pad or slice them), or gather along the "
-                    "dimension that differs."
-                )
-    return None
 
 
 def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) -> Any:

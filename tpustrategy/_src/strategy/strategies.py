@@ -29,6 +29,9 @@ class MirroredStrategy(Strategy):
         all-reduce algorithm, the results are the same).
     """
 
+    # InputReplicationMode.PER_REPLICA in distribute_datasets_from_function (TensorFlow: Mirrored only).
+    _per_replica_input = True
+
     def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
         self._cross_device_ops = check_cross_device_ops(cross_device_ops, "MirroredStrategy")
         super().__init__(resolve_devices(devices, "MirroredStrategy"))

@@ -19,7 +19,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.strategy import context
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames

@@ -21,8 +21,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
-from tpustrategy._src.strategy import context
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames, updates
 from tpustrategy._src.variables.enums import (
@@ -143,7 +143,7 @@ class Variable(metaclass=_VariableMeta):
         self._dtype = value.dtype
         self._trainable = (self._sync is not VariableSynchronization.ON_READ) if trainable is None else bool(trainable)
         self._id = next(_uid)
-        strategy = context.get_strategy() if context.has_strategy() else None
+        strategy = context.current_strategy() if context.has_strategy() else None
         self._strategy = strategy
         if strategy is None:
             self._kind = PLAIN
