@@ -227,3 +227,19 @@ def test_a_mirrored_variable_updated_through_custom_derivative_functions_after_t
     want = np.maximum(w0 - 0.01 * (ROWS * w0).sum(axis=0), 0)
     assert isinstance(out, tps.Mirrored)
     np.testing.assert_allclose(np.asarray(w.read_value()), want, rtol=1e-6)
+
+
+def test_a_prng_key_live_across_the_all_reduce_is_carried_between_segments(no_eager):
+    s = _strategy()
+
+    def step(seed, x):
+        key, sub = jax.random.split(jax.random.key(seed))
+        noise = jax.random.normal(sub, x.shape)  # shape-dependent draws before the collective
+        total = tps.get_replica_context().all_reduce("SUM", jnp.sum(x))
+        return jax.random.uniform(key, ()) + total * 0, jnp.sum(noise * 0) + total
+
+    first, second = s.run(step, (jnp.int32(3), tps.PerReplica(PIECES)))
+    want_first = float(jax.random.uniform(jax.random.split(jax.random.key(3))[0], ()))
+    np.testing.assert_allclose([float(v) for v in s.experimental_local_results(first)], [want_first] * 4,
+                               rtol=1e-6)
+    assert [float(v) for v in s.experimental_local_results(second)] == [float(ROWS.sum())] * 4

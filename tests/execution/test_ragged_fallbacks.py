@@ -198,6 +198,17 @@ def test_a_failed_compile_inside_tps_function_leaves_no_tracer_and_the_next_tps_
     _check_tps_function_after(s, w, count, np.zeros(3), 0.0)
 
 
+def test_a_python_value_fallback_on_equal_pieces_leaves_no_tracer_and_a_later_tps_function_works():
+    s = _strategy()
+    w, count = _make_variables(s)
+    equal = [np.full((2, 3), float(i + 1), np.float32) for i in range(4)]
+    with pytest.warns(UserWarning, match="cannot be compiled"):
+        s.run(_python_value_step(w, count), (tps.PerReplica(equal),))
+    want = sum(p.sum(axis=0) for p in equal)
+    np.testing.assert_allclose(np.asarray(w.read_value()), want, rtol=1e-6)
+    _check_tps_function_after(s, w, count, want, 1.0)
+
+
 def test_a_python_value_error_inside_tps_function_leaves_no_tracer_behind():
     s = _strategy()
     w, count = _make_variables(s)

@@ -254,9 +254,6 @@ class Plan:
             seen: dict[tuple[Any, int], int] = {}
             for key in keys:
                 aval = self.programs[c].avals[key]
-                if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
-                    raise Unsupported(f"a {jaxpr_tools.aval_text(aval)} value (e.g. a PRNG key) is live "
-                                      "across a collective")
                 group = (str(aval.dtype), len(aval.shape))
                 i = seen[group] = seen.get(group, -1) + 1
                 slot = index.get(group + (i,))
@@ -265,6 +262,11 @@ class Plan:
                     slots.append(slot)
                 slot.shape = _max_shape([slot.shape, tuple(aval.shape)])
                 slot.keys[c] = key
+        for slot in slots:
+            shapes = {tuple(self.programs[c].avals[k].shape) for c, k in enumerate(slot.keys) if k is not None}
+            if len(shapes) > 1 and jax.dtypes.issubdtype(slot.dtype, jax.dtypes.extended):
+                raise Unsupported(f"{slot.dtype} values (e.g. PRNG keys) of different shapes {sorted(shapes)} "
+                                  "are live across a collective, and they cannot be padded")
         return slots
 
 
