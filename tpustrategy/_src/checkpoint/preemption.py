@@ -145,7 +145,8 @@ class PreemptionCheckpointHandler:
         config = termination_config or TerminationConfig()
         if not isinstance(config, TerminationConfig):
             raise TypeError(f"{_API}: termination_config must be a TerminationConfig; received "
-                            f"{type(config).__name__}.")
+                            f"{type(config).__name__}: {config!r}.\nFix: pass "
+                            "tps.experimental.TerminationConfig(grace_period=..., exit_fn=...).")
         self._cluster_resolver = cluster_resolver
         self._manager = manager
         self._config = config

@@ -53,7 +53,8 @@ class ClusterSpec:
             if isinstance(tasks, str) or not isinstance(tasks, Sequence):
                 raise TypeError(
                     f"ClusterSpec: job {job!r} must map to a list of \"host:port\" addresses. "
-                    f"Received: {tasks!r}."
+                    f"Received: {tasks!r}.\nFix: e.g. ClusterSpec({{{job!r}: [\"host0:2222\", "
+                    "\"host1:2222\"]})."
                 )
             jobs[job] = tuple(str(t) for t in tasks)
         self._jobs = jobs

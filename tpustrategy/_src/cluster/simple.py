@@ -37,7 +37,8 @@ class SimpleClusterResolver(ClusterResolver):
         if task_id is not None and (isinstance(task_id, bool) or not isinstance(task_id, int)
                                     or task_id < 0):
             raise TypeError(
-                f"SimpleClusterResolver: task_id must be a nonnegative int. Got task_id={task_id!r}."
+                f"SimpleClusterResolver: task_id must be a nonnegative int. Got task_id={task_id!r}.\n"
+                "Fix: pass this process's index in its job, e.g. task_id=0."
             )
         self._task_type = task_type
         self._task_id = task_id

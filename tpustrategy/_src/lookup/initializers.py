@@ -76,7 +76,8 @@ class KeyValueTensorInitializer:
         self._values = to_array(values, vd, api, "values")
         if len(self._keys) != len(self._values):
             raise ValueError(f"{api}: keys and values must have the same length; received "
-                             f"{len(self._keys)} keys and {len(self._values)} values.")
+                             f"{len(self._keys)} keys and {len(self._values)} values.\nFix: give one "
+                             "value per key.")
         self.key_dtype = self._keys.dtype
         self.value_dtype = self._values.dtype
 

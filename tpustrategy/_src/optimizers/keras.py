@@ -43,7 +43,8 @@ def _check_learning_rate(learning_rate: Any, api: str) -> None:
         )
     if learning_rate < 0:
         raise ValueError(
-            f"{api}: `learning_rate` must be >= 0. Received: learning_rate={learning_rate!r}."
+            f"{api}: `learning_rate` must be >= 0. Received: learning_rate={learning_rate!r}.\n"
+            "Fix: pass a non-negative rate, e.g. learning_rate=1e-3."
         )
 
 
@@ -51,7 +52,8 @@ def _check_nonnegative(value: Any, argument: str, api: str) -> None:
     if value is None:
         return
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{api}: `{argument}` must be a float >= 0 or None. Received: {argument}={value!r}.")
+        raise ValueError(f"{api}: `{argument}` must be a float >= 0 or None. Received: {argument}={value!r}.\n"
+                         f"Fix: pass {argument}=None to turn it off, or a non-negative number.")
 
 
 def _clip_by_norm(optax: Any, max_norm: float) -> Any:
@@ -73,7 +75,8 @@ def _clipping(optax: Any, clipnorm: Any, clipvalue: Any, global_clipnorm: Any, a
     if clipnorm is not None and global_clipnorm is not None:
         raise ValueError(
             f"{api}: at most one of `clipnorm` and `global_clipnorm` can be set. Received: "
-            f"clipnorm={clipnorm}, global_clipnorm={global_clipnorm}."
+            f"clipnorm={clipnorm}, global_clipnorm={global_clipnorm}.\nFix: keep one of them "
+            "(clipnorm clips each gradient, global_clipnorm all of them together)."
         )
     if clipnorm:
         return [_clip_by_norm(optax, float(clipnorm))]
@@ -123,7 +126,8 @@ class SGD(Optimizer):
         optax = _optax(api)
         _check_learning_rate(learning_rate, api)
         if not isinstance(momentum, numbers.Real) or not 0 <= momentum <= 1:
-            raise ValueError(f"{api}: `momentum` must be between [0, 1]. Received: momentum={momentum!r}.")
+            raise ValueError(f"{api}: `momentum` must be between [0, 1]. Received: momentum={momentum!r}.\n"
+                             "Fix: e.g. momentum=0.9 (0 for plain SGD).")
         _check_nonnegative(weight_decay, "weight_decay", api)
         self.learning_rate = learning_rate
         self.momentum = float(momentum)
@@ -174,7 +178,8 @@ class Adam(Optimizer):
         _check_learning_rate(learning_rate, api)
         for argument, value in (("beta_1", beta_1), ("beta_2", beta_2)):
             if not isinstance(value, numbers.Real) or not 0 <= value < 1:
-                raise ValueError(f"{api}: `{argument}` must be in [0, 1). Received: {argument}={value!r}.")
+                raise ValueError(f"{api}: `{argument}` must be in [0, 1). Received: {argument}={value!r}.\n"
+                                 "Fix: use Keras's defaults beta_1=0.9, beta_2=0.999, or values in [0, 1).")
         _check_nonnegative(epsilon, "epsilon", api)
         _check_nonnegative(weight_decay, "weight_decay", api)
         self.learning_rate = learning_rate

@@ -36,7 +36,8 @@ def _check_unit(value: Any, argument: str, api: str, *, closed: bool = False) ->
         0 <= value <= 1 if closed else 0 <= value < 1)
     if not ok:
         interval = "[0, 1]" if closed else "[0, 1)"
-        raise ValueError(f"{api}: `{argument}` must be in {interval}. Received: {argument}={value!r}.")
+        raise ValueError(f"{api}: `{argument}` must be in {interval}. Received: {argument}={value!r}.\n"
+                         f"Fix: leave {argument} at Keras's default, or pass a number in {interval}.")
     return float(value)
 
 
@@ -207,7 +208,8 @@ class Lion(_Base):
         self.beta_1 = _check_unit(beta_1, "beta_1", api, closed=True)
         self.beta_2 = _check_unit(beta_2, "beta_2", api, closed=True)
         if self.beta_1 == 0:
-            raise ValueError(f"{api}: `beta_1` must be in (0, 1]. Received: beta_1={beta_1!r}.")
+            raise ValueError(f"{api}: `beta_1` must be in (0, 1]. Received: beta_1={beta_1!r}.\n"
+                             "Fix: e.g. beta_1=0.9 (Keras's default).")
         scale = optax.scale_by_lion(b1=self.beta_1, b2=self.beta_2)
         super().__init__(_chain(optax, clipping, [scale], weight_decay, learning_rate), name=name)
 
@@ -288,14 +290,16 @@ class Ftrl(_Base):
         if (not isinstance(learning_rate_power, numbers.Real) or isinstance(learning_rate_power, bool)
                 or learning_rate_power > 0):
             raise ValueError(f"{api}: `learning_rate_power` must be a float <= 0. Received: "
-                             f"learning_rate_power={learning_rate_power!r}.")
+                             f"learning_rate_power={learning_rate_power!r}.\nFix: e.g. "
+                             "learning_rate_power=-0.5 (Keras's default; 0 is a fixed rate).")
         for argument, value in (("initial_accumulator_value", initial_accumulator_value),
                                 ("l1_regularization_strength", l1_regularization_strength),
                                 ("l2_regularization_strength", l2_regularization_strength),
                                 ("l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength),
                                 ("beta", beta)):
             if value is None:
-                raise ValueError(f"{api}: `{argument}` must be a float >= 0. Received: {argument}=None.")
+                raise ValueError(f"{api}: `{argument}` must be a float >= 0. Received: {argument}=None.\n"
+                                 f"Fix: pass {argument}=0.0 to turn it off.")
             _check_nonnegative(value, argument, api)
         self.learning_rate_power = float(learning_rate_power)
         self.initial_accumulator_value = float(initial_accumulator_value)
@@ -387,12 +391,13 @@ class Adafactor(_Base):
         optax, api, clipping = self._setup(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm)
         if not isinstance(beta_2_decay, numbers.Real) or isinstance(beta_2_decay, bool) or beta_2_decay >= 0:
             raise ValueError(f"{api}: `beta_2_decay` must be a float < 0. Received: "
-                             f"beta_2_decay={beta_2_decay!r}.")
+                             f"beta_2_decay={beta_2_decay!r}.\nFix: e.g. beta_2_decay=-0.8 (Keras's default).")
         for argument, value in (("epsilon_1", epsilon_1), ("epsilon_2", epsilon_2),
                                 ("clip_threshold", clip_threshold)):
             _check_nonnegative(value, argument, api)
         if not clip_threshold:
-            raise ValueError(f"{api}: `clip_threshold` must be > 0. Received: clip_threshold={clip_threshold!r}.")
+            raise ValueError(f"{api}: `clip_threshold` must be > 0. Received: clip_threshold={clip_threshold!r}.\n"
+                             "Fix: e.g. clip_threshold=1.0 (Keras's default).")
         self.beta_2_decay, self.epsilon_1, self.epsilon_2 = float(beta_2_decay), float(epsilon_1), float(epsilon_2)
         self.clip_threshold, self.relative_step = float(clip_threshold), bool(relative_step)
         rule = _adafactor(optax, learning_rate, self.beta_2_decay, self.epsilon_1, self.epsilon_2,
