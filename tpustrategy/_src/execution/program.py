@@ -13,6 +13,7 @@ programs (and of the eager path) combine.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +23,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import PER_REPLICA
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
 
 _Tracer = jax.core.Tracer
+_placements: weakref.WeakKeyDictionary[Any, Placement] = weakref.WeakKeyDictionary()
 
 
 def _is_tracer(x: Any) -> bool:
@@ -42,14 +45,13 @@ class Placement:
     split: Any
 
     @classmethod
-    def of(cls, strategy: Any) -> Placement | None:
+    def of(cls, strategy: ReplicaStrategy | None) -> Placement | None:
         if strategy is None:
             return None
-        cached = getattr(strategy, "_placement", None)
+        cached = _placements.get(strategy)
         if cached is None:
             mesh = strategy.mesh
-            cached = cls(NamedSharding(mesh, P()), NamedSharding(mesh, P(REPLICA_AXIS)))
-            strategy._placement = cached
+            cached = _placements[strategy] = cls(NamedSharding(mesh, P()), NamedSharding(mesh, P(REPLICA_AXIS)))
         return cached
 
     def put(self, x: Any, split: bool) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from tpustrategy._src.execution import eager, ragged, signature, trace, uniform
 from tpustrategy._src.execution.program import Placement, Program
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.variables import frames
 
 _CACHE_SIZE = 128
@@ -41,7 +42,7 @@ class NeedsEager(Exception):
 class ReplicaRunner:
     """Per-strategy cache of compiled replica programs."""
 
-    def __init__(self, strategy: Any):
+    def __init__(self, strategy: ReplicaStrategy):
         self._strategy = strategy
         self._cache: collections.OrderedDict[Any, tuple[Any, Program]] = collections.OrderedDict()
         self._states: dict[int, tuple[Any, trace.TraceState]] = {}

@@ -30,6 +30,7 @@ import jax
 
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import pulls as pulls_lib
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import MIRRORED, PER_REPLICA, Inputs, LeafSpec
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
@@ -83,7 +84,7 @@ class ReplicaView:
 
     level = "replica"
 
-    def __init__(self, strategy: Any, local_shapes: list[tuple[int, ...]] | None = None):
+    def __init__(self, strategy: ReplicaStrategy, local_shapes: list[tuple[int, ...]] | None = None):
         self.strategy = strategy
         self.local_shapes = local_shapes  # ragged: this replica class's component shapes
 

@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import evaluate, invariance
 from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
 from tpustrategy._src.values import mesh_axis
@@ -28,7 +29,7 @@ def is_split_variable(var: Any) -> bool:
     return var._kind == "sync_on_read"
 
 
-def manual_axes(strategy: Any) -> dict[str, Any]:
+def manual_axes(strategy: ReplicaStrategy) -> dict[str, Any]:
     """With several cores per replica, the program is manual over the replicas only:
     XLA partitions each replica's work over its cores."""
     if mesh_axis.has_cores(strategy.mesh):
@@ -58,7 +59,7 @@ def output_kinds(traced: Traced, varying: list[bool]) -> list[Any]:
             for k in traced.out_kinds]
 
 
-def over_replicas(body: Any, strategy: Any, in_split: list[bool], out_split: list[bool],
+def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], out_split: list[bool],
                   written: list[Any]) -> Any:
     """``jit(shard_map(...))`` of a per-replica ``body(local_inputs) -> outputs`` over the replica axis.
 
@@ -84,7 +85,7 @@ def over_replicas(body: Any, strategy: Any, in_split: list[bool], out_split: lis
     return jax.jit(mapped)
 
 
-def build(traced: Traced, inputs: Inputs, strategy: Any, name: str) -> Program:
+def build(traced: Traced, inputs: Inputs, strategy: ReplicaStrategy, name: str) -> Program:
     """The program of a settled replica trace."""
     n = strategy.num_replicas_in_sync
     closed = traced.closed

@@ -115,6 +115,11 @@ class Strategy:
         """This host's replica devices, in replica order."""
         return self._local_devices
 
+    @property
+    def first_local_replica(self) -> int:
+        """The global replica id of this process's first replica (0 on one process)."""
+        return self._replica_offset
+
     # Scope ----------------------------------------------------------------------
     @contextlib.contextmanager
     def scope(self) -> Iterator[Strategy]:
