@@ -123,3 +123,27 @@ def test_sgd_with_jnp_matmul_in_a_function_equals_numpy_sgd():
         grads = [2 * x[i:i + 2].T @ (x[i:i + 2] @ ref - y[i:i + 2]) / 2 for i in range(0, 8, 2)]
         ref = ref - 0.1 * np.mean(grads, axis=0)
     np.testing.assert_allclose(w.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_invalid_synchronization_and_aggregation_use_tensorflows_text():
+    with pytest.raises(ValueError, match=r"^Invalid variable synchronization mode: Invalid for variable: v\n"):
+        tps.Variable(1.0, name="v", synchronization="Invalid")
+    with pytest.raises(ValueError, match=r"^Invalid variable aggregation mode: Invalid for variable: v\n"):
+        tps.Variable(1.0, name="v", aggregation="Invalid")
+    assert tps.Variable(1.0, synchronization=3).synchronization is tps.VariableSynchronization.ON_READ
+    assert tps.Variable(1.0, aggregation=2).aggregation is tps.VariableAggregation.MEAN
+
+
+def test_a_constraint_is_applied_after_each_optimizer_step():
+    strategy = tps.MirroredStrategy(jax.devices()[:2])
+    with strategy.scope():
+        w = tps.Variable(np.array([0.5, -0.5], np.float32), constraint=lambda v: jnp.clip(v, 0.0, 1.0))
+        opt = tps.optimizers.SGD(learning_rate=1.0)
+    assert w.constraint is not None
+    opt.apply_gradients([(np.array([-2.0, 0.25], np.float32), w)])  # 2.5, -0.75 before the clip
+    np.testing.assert_allclose(w.numpy(), [1.0, 0.0])
+    with pytest.raises(ValueError, match="`constraint` argument must be a callable"):
+        tps.Variable(1.0, constraint=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        tps.Variable(1.0, regularizer=None)
+    tps.Variable(1.0, validate_shape=True)  # TensorFlow's graph-mode options are accepted

@@ -398,7 +398,14 @@ class Optimizer:
 
 
 def _write(var: Any, new: Any, replica: bool) -> None:
-    """Sets every copy of ``var`` to ``new`` (the same on every replica), whatever its aggregation."""
+    """Sets every copy of ``var`` to ``new`` (the same on every replica), whatever its aggregation.
+
+    A variable's ``constraint`` (``tps.Variable(..., constraint=fn)``) is applied to the
+    updated value, as Keras optimizers apply it after each step.
+    """
+    constraint = getattr(var, "constraint", None)
+    if constraint is not None:
+        new = jnp.asarray(constraint(new)).astype(var.dtype)
     if replica and var.strategy is not None and var.aggregation is tps.VariableAggregation.SUM:
         # SUM would add the R equal copies of `new`: only replica 0 contributes it.
         rid = tps.get_replica_context().replica_id_in_sync_group

@@ -35,13 +35,21 @@ class VariableAggregation(enum.Enum):
 
 
 def canonical_synchronization(value: Any, name: str) -> VariableSynchronization:
+    """TensorFlow's rule (``validate_synchronization_aggregation_trainable``) and its error text."""
+    if value is None:
+        return VariableSynchronization.AUTO
     if isinstance(value, VariableSynchronization):
         return value
     if isinstance(value, str) and value.upper() in VariableSynchronization.__members__:
         return VariableSynchronization[value.upper()]
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return VariableSynchronization(value)
+        except ValueError:
+            pass
     raise ValueError(
-        f"Variable {name!r}: invalid `synchronization` {value!r}. Valid values: "
-        f"{', '.join('VariableSynchronization.' + m for m in VariableSynchronization.__members__)}."
+        f"Invalid variable synchronization mode: {value} for variable: {name}\n"
+        f"Valid values: {', '.join('tps.VariableSynchronization.' + m for m in VariableSynchronization.__members__)}."
     )
 
 
@@ -52,7 +60,12 @@ def canonical_aggregation(value: Any, name: str) -> VariableAggregation:
         return VariableAggregation.NONE
     if isinstance(value, str) and value.upper() in VariableAggregation.__members__:
         return VariableAggregation[value.upper()]
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return VariableAggregation(value)
+        except ValueError:
+            pass
     raise ValueError(
-        f"Invalid variable aggregation mode: {value!r} for variable: {name}. Valid values: "
-        f"{', '.join('VariableAggregation.' + m for m in VariableAggregation.__members__)}."
+        f"Invalid variable aggregation mode: {value} for variable: {name}\n"
+        f"Valid values: {', '.join('tps.VariableAggregation.' + m for m in VariableAggregation.__members__)}."
     )

@@ -69,6 +69,21 @@ def _put_global(host: np.ndarray, sharding: Any) -> Any:
     return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
+# tf.Variable arguments that have no effect here (graph-mode and resource options).
+_ACCEPTED = {"validate_shape", "caching_device", "import_scope", "experimental_enable_variable_lifting",
+             "use_resource", "collections", "expected_shape", "variable_def"}
+
+
+def _check_unused(unused: dict[str, Any], base: str) -> None:
+    unknown = sorted(set(unused) - _ACCEPTED)
+    if unknown:
+        raise TypeError(
+            f"tps.Variable {base!r}: unexpected keyword argument(s) {', '.join(unknown)}. Accepted: "
+            "initial_value, trainable, name, dtype, synchronization, aggregation, shape, constraint "
+            f"(and, ignored, TensorFlow's {', '.join(sorted(_ACCEPTED))})."
+        )
+
+
 def _initial_value(args: tuple, kwargs: dict) -> Any:
     value = args[0] if args else kwargs.get("initial_value")
     if callable(value):
@@ -109,8 +124,19 @@ class Variable(metaclass=_VariableMeta):
         synchronization: Any = VariableSynchronization.AUTO,
         aggregation: Any = VariableAggregation.NONE,
         shape: Any = None,
+        constraint: Any = None,
+        **unused: Any,
     ):
         base = name or "Variable"
+        if unused:
+            _check_unused(unused, base)
+        if constraint is not None and not callable(constraint):
+            raise ValueError(
+                f"The `constraint` argument must be a callable. Received: constraint={constraint!r} "
+                f"(tps.Variable {base!r}).\nFix: pass a function of the new value, e.g. "
+                "constraint=lambda w: jnp.clip(w, 0.0, 1.0), or None."
+            )
+        self._constraint = constraint
         self._base_name = base
         self._sync = canonical_synchronization(synchronization, base)
         self._aggregation = canonical_aggregation(aggregation, base)
@@ -217,6 +243,11 @@ class Variable(metaclass=_VariableMeta):
     @property
     def aggregation(self) -> VariableAggregation:
         return self._aggregation
+
+    @property
+    def constraint(self) -> Any:
+        """The projection optimizers apply after each update (``tf.Variable(constraint=)``), or None."""
+        return getattr(self, "_constraint", None)
 
     @property
     def strategy(self) -> Any:
