@@ -313,7 +313,12 @@ def source_line(eqn: Any) -> str:
     return "unknown"
 
 
+def operation(eqn: Any) -> str:
+    """What an equation does, for a message: `` `psum` of f32[3]``."""
+    operands = ", ".join(aval_text(a.aval) for a in eqn.invars) or "no operands"
+    return f"`{eqn.primitive.name}` of {operands}"
+
+
 def describe(eqn: Any) -> str:
     """One equation for a message: `` `psum` of f32[3] at file.py:12 (step)``."""
-    operands = ", ".join(aval_text(a.aval) for a in eqn.invars) or "no operands"
-    return f"`{eqn.primitive.name}` of {operands} at {source_line(eqn)}"
+    return f"{operation(eqn)} at {source_line(eqn)}"

@@ -155,9 +155,12 @@ def check_collectives(programs: list[ClassProgram], class_of: list[int]) -> None
         for c in range(len(programs)):
             by_signature.setdefault(_signature(programs[c].cuts[k]), []).append(c)
         if len(by_signature) > 1:
-            listed = " but ".join(f"{_replicas(groups, cs, 'make')} {jaxpr_tools.describe(programs[cs[0]].cuts[k].eqn)}"
-                                  for cs in by_signature.values())
-            raise Unsupported(f"their collectives disagree: at the same point, {listed}. {rule}")
+            eqns = [programs[cs[0]].cuts[k].eqn for cs in by_signature.values()]
+            lines = {jaxpr_tools.source_line(e) for e in eqns}
+            text = jaxpr_tools.operation if len(lines) == 1 else jaxpr_tools.describe
+            listed = ", ".join(f"{_replicas(groups, cs, 'make')} {text(e)}" for cs, e in zip(by_signature.values(), eqns))
+            where = f" ({lines.pop()})" if len(lines) == 1 else ""
+            raise Unsupported(f"their collectives disagree: at the same point{where}, {listed}. {rule}")
 
 
 # The plan -------------------------------------------------------------------------------------
