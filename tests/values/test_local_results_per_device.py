@@ -104,3 +104,20 @@ def test_several_cores_per_replica_give_each_replica_its_whole_value():
         assert part.shape == (4, 4)
         assert part.sharding.device_set == set(grid[r])
         np.testing.assert_array_equal(np.asarray(part), w0 + r)
+
+
+def test_one_local_component_per_process_reads_like_tensorflows_tensor(monkeypatch):
+    value = tps.PerReplica([jnp.float32(3.5)])
+    with pytest.raises(TypeError, match="one value per replica"):
+        value.numpy()
+    monkeypatch.setattr(jax, "process_count", lambda: 2)  # a worker with one device of a 2-worker job
+    assert value.numpy() == 3.5 and float(value) == 3.5
+    two = tps.PerReplica([jnp.float32(1.0), jnp.float32(2.0)])
+    with pytest.raises(TypeError, match="experimental_local_results"):
+        np.asarray(two)
+
+
+def test_a_mirrored_value_reads_as_its_one_value():
+    strategy = tps.MirroredStrategy(jax.devices()[:4])
+    total = strategy.run(lambda: tps.get_replica_context().all_reduce("SUM", 1.5))
+    assert float(total) == 6.0 and total.numpy() == 6.0

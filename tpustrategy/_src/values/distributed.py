@@ -225,7 +225,29 @@ class DistributedValues:
     def __len__(self) -> int:
         return len(self.values)
 
+    def _only_local(self) -> Any:
+        """The one local component of a job with one replica per process (else None).
+
+        TensorFlow's ``run`` on a worker with one device returns that device's tensor, so
+        ``result.numpy()`` works there; a value with one local component does the same.
+        """
+        if jax.process_count() > 1 and not self.is_traced and len(self.values) == 1:
+            return self.values[0]
+        return None
+
+    def numpy(self) -> np.ndarray:
+        only = self._only_local()
+        if only is not None:
+            return np.asarray(only)
+        return self.__array__()
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        only = self._only_local()
+        if only is not None:
+            return np.asarray(only, dtype=dtype)
         raise TypeError(
             f"A {type(self).__name__} holds one value per replica, so it has no single array "
             "value (np.asarray / jnp.asarray of it).\nFix: take the components with "
