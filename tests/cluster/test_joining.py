@@ -62,6 +62,17 @@ def test_a_peer_that_probed_this_process_is_not_named_after_it_ended():
     fault = joining._missing_fault(values(3, 2, dead_coordinator), FakeMonitor(peers, {1: 0.0}), 9)
     assert fault.culprits == (0,)
     assert str(fault.exception()).startswith("process 0 of 3")
+    # the same when this process saw it answer a few seconds before the deadline
+    fault = joining._missing_fault(values(3, 2, dead_coordinator), FakeMonitor(peers), 9, seen={1})
+    assert fault.culprits == (0,)
+
+
+def test_the_early_look_finds_the_peers_that_answer():
+    with Listening() as coordinator, Listening() as two:
+        silent = f"127.0.0.1:{free_port()}"
+        peers = {2: Peer(task=2, num_processes=4, address=two.address),
+                 3: Peer(task=3, num_processes=4, address=silent)}
+        assert joining._answering(values(4, 1, coordinator.address), FakeMonitor(peers)) == {0, 2}
 
 
 def test_a_missing_coordinator_is_named_as_such():

@@ -21,6 +21,8 @@ from tpustrategy._src.cluster import coordinator, exits, faults, health, peerlin
 from tpustrategy._src.cluster.faults import Fault, Peer
 
 logger = logging.getLogger("tpustrategy")
+# How long before the start-up deadline the peers are looked at (see ``join``).
+EARLY_LOOK_S = 5.0
 
 
 def jax_initialization_timeout(seconds: int) -> int:
@@ -71,10 +73,15 @@ def join(kwargs: dict[str, Any], values: dict[str, Any], monitor: health.Monitor
     started = time.monotonic()
     thread = threading.Thread(target=run, name="tpustrategy-join", daemon=True)
     thread.start()
-    thread.join(timeout)
+    # A few seconds before the deadline, see who is up: with 3+ processes a survivor whose
+    # deadline comes first ends before the others look, and must not be blamed for it.
+    early = min(EARLY_LOOK_S, timeout / 3)
+    thread.join(max(0.0, timeout - early))
+    seen = _answering(values, monitor) if thread.is_alive() else set()
+    thread.join(max(0.0, started + timeout - time.monotonic()))
     if thread.is_alive():
         jax_deadline = started + kwargs.get("initialization_timeout", timeout)
-        fault = _missing_fault(values, monitor, timeout)
+        fault = _missing_fault(values, monitor, timeout, seen)
         if monitor is not None:
             monitor.install()
             monitor.report(fault, exit_at=jax_deadline - 2)
@@ -106,8 +113,25 @@ def connect_peers(monitor: health.Monitor | None, values: dict[str, Any], *,
     monitor.join_links(client, min(timeout, 120))
 
 
+def _where(peer: int, values: dict[str, Any], monitor: health.Monitor | None) -> str | None:
+    peers = monitor.peers if monitor is not None else {}
+    return values["coordinator_address"] if peer == 0 else (
+        peers[peer].address if peer in peers else None)
+
+
+def _answering(values: dict[str, Any], monitor: health.Monitor | None) -> set[int]:
+    """The peers that answer at their configured addresses now."""
+    task, num = values["process_id"], values["num_processes"]
+    found = set()
+    for peer in range(num or 0):
+        where = _where(peer, values, monitor)
+        if peer != task and where is not None and peerlink.probe(where, timeout=1.0, sender=task):
+            found.add(peer)
+    return found
+
+
 def _missing_fault(values: dict[str, Any], monitor: health.Monitor | None,
-                   timeout: int) -> Fault:
+                   timeout: int, seen: set[int] | frozenset[int] = frozenset()) -> Fault:
     task, num = values["process_id"], values["num_processes"]
     address = values["coordinator_address"]
     peers = monitor.peers if monitor is not None else {}
@@ -116,9 +140,9 @@ def _missing_fault(values: dict[str, Any], monitor: health.Monitor | None,
     for peer in range(num or 0):
         if peer == task:
             continue
-        where = address if peer == 0 else peers[peer].address if peer in peers else None
-        if peer in getattr(monitor, "probed_by", {}):
-            continue  # it probed this process while joining: it is there (and may have ended since)
+        where = _where(peer, values, monitor)
+        if peer in seen or peer in getattr(monitor, "probed_by", {}):
+            continue  # it was up while joining (it may have ended since, after its own deadline)
         if where is None:
             unknown.append(peer)
         elif not peerlink.probe(where, timeout=1.0, sender=task):
