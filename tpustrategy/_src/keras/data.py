@@ -1,13 +1,16 @@
 """``fit`` / ``evaluate`` / ``predict`` over ``tpsd`` datasets and distributed datasets.
 
 A ``tpsd.Dataset`` of global batches is distributed with the strategy's own
-``experimental_distribute_dataset`` (auto-sharded across processes, prefetched
-to the devices); a distributed dataset is used as it is. Each step's
-per-replica pieces become one global batch for Keras's trainer:
+``experimental_distribute_dataset`` (auto-sharded across processes, produced
+ahead on a background thread); a distributed dataset is used as it is. Each
+step's per-replica pieces become one global batch for Keras's trainer:
 
-- equal pieces (every full batch): the stacked ``[R, b/R, ...]`` array is
-  re-viewed as ``[b, ...]`` split over ``"replica"`` without copying (each
-  device keeps its piece);
+- equal pieces (every full batch): ``[b, ...]`` split over ``"replica"``, each
+  device holding its replica's piece. In one process the pipeline keeps the
+  pieces on the host and they go to the devices in one transfer; pieces
+  already on the devices (a distributed dataset, several processes) are
+  reshaped from ``[R, b/R, ...]`` by one program for all of the step's leaves
+  (no data cross devices);
 - unequal pieces (a partial last batch): the true rows of every replica are
   gathered into one replicated ``[n, ...]`` batch, so Keras computes on exactly
   the examples single-device Keras would (losses, metrics and the loss
@@ -37,21 +40,40 @@ def is_tps_dataset(x: Any) -> bool:
     return isinstance(x, Dataset) or is_distributed_dataset(x)
 
 
-def _global_batch(leaf: Any, strategy: Any) -> Any:
-    if not isinstance(leaf, DistributedValues):
-        return leaf
+def _is_even(leaf: Any) -> bool:
+    shapes = leaf.shapes
+    return len(set(shapes)) == 1 and bool(shapes[0])
+
+
+def _ragged_batch(leaf: Any, strategy: Any) -> Any:
     mesh = strategy.mesh
     shapes = leaf.shapes
     stacked = leaf.stacked_array(NamedSharding(mesh, P(REPLICA_AXIS)))
-    if len(set(shapes)) == 1 and shapes[0]:
-        per = shapes[0]
-        shape = (len(shapes) * per[0], *per[1:])
-        target = NamedSharding(mesh, P(REPLICA_AXIS))
-        pieces = [s.data.reshape(per) for s in stacked.addressable_shards]
-        return jax.make_array_from_single_device_arrays(shape, target, pieces)
     pad = stacked.shape[1] if stacked.ndim > 1 else 0
     rows = np.concatenate([np.arange(r * pad, r * pad + (s[0] if s else 0)) for r, s in enumerate(shapes)])
     return _gather_rows(stacked, rows, mesh)
+
+
+def _put_even(leaf: Any, strategy: Any) -> Any:
+    """Host pieces of one process's replicas -> ``[b, ...]`` split over ``"replica"``: one transfer, no program."""
+    split = NamedSharding(strategy.mesh, P(REPLICA_AXIS))
+    return jax.device_put(np.concatenate([np.asarray(c) for c in leaf.values]), split)
+
+
+def _on_host(leaf: Any) -> bool:
+    return not leaf.has_stacked and all(isinstance(c, np.ndarray) for c in leaf.values)
+
+
+def _merge_even(leaves: list[Any], strategy: Any) -> list[Any]:
+    """``[R, b/R, ...]`` -> ``[b, ...]`` split over ``"replica"``: one program for all leaves (no copy across devices)."""
+    split = NamedSharding(strategy.mesh, P(REPLICA_AXIS))
+    fn = _MERGES.get(split)
+    if fn is None:
+        fn = _MERGES[split] = jax.jit(lambda xs: [x.reshape((-1, *x.shape[2:])) for x in xs], out_shardings=split)
+    return fn([leaf.stacked_array(split) for leaf in leaves])
+
+
+_MERGES: dict[Any, Any] = {}
 
 
 def _gather_rows(stacked: Any, rows: np.ndarray, mesh: Any) -> Any:
@@ -70,11 +92,36 @@ def _gather_rows(stacked: Any, rows: np.ndarray, mesh: Any) -> Any:
 _GATHERS: dict[Any, Any] = {}
 
 
+def _host_pieces() -> Any:
+    """One process: the pipeline keeps each step's pieces on the host and ``_put_even`` places the global batch
+    (one transfer instead of a transfer and a reshape program). Several processes: the pieces go to the devices,
+    where every process learns every replica's size, so all take the same (even or ragged) path."""
+    from tpustrategy._src.input.input_context import InputOptions
+
+    return InputOptions(experimental_fetch_to_device=False) if jax.process_count() == 1 else None
+
+
 def to_keras_batch(element: Any, strategy: Any) -> Any:
     """One distributed step as a Keras batch: a tuple ``(x, y, sample_weight)`` of global arrays."""
-    out = jax.tree_util.tree_map(lambda leaf: _global_batch(leaf, strategy), element,
-                                 is_leaf=lambda v: isinstance(v, DistributedValues))
-    return tuple(out) if isinstance(out, list) else out
+    leaves, treedef = jax.tree_util.tree_flatten(element, is_leaf=lambda v: isinstance(v, DistributedValues))
+    out = list(leaves)
+    even = []
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, DistributedValues):
+            continue
+        if not _is_even(leaf):
+            host = _on_host(leaf) and all(np.ndim(c) for c in leaf.values)
+            out[i] = jax.device_put(np.concatenate(leaf.values), NamedSharding(strategy.mesh, P())) if host \
+                else _ragged_batch(leaf, strategy)
+        elif _on_host(leaf):
+            out[i] = _put_even(leaf, strategy)
+        else:
+            even.append(i)
+    if even:
+        for i, merged in zip(even, _merge_even([leaves[i] for i in even], strategy)):
+            out[i] = merged
+    batch = jax.tree_util.tree_unflatten(treedef, out)
+    return tuple(batch) if isinstance(batch, list) else batch
 
 
 def _adapter_base() -> type:
@@ -97,7 +144,7 @@ def adapter_class() -> type:
             self._strategy = strategy
             self._given = x
             if strategy is not None and not is_distributed_dataset(x):
-                x = strategy.experimental_distribute_dataset(x)
+                x = strategy.experimental_distribute_dataset(x, _host_pieces())
             self._source = x
             n = x.cardinality() if hasattr(x, "cardinality") else -2
             n = int(n)

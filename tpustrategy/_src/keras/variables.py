@@ -182,8 +182,9 @@ def sharding_of(state: KerasVariableState) -> Any:
 
 
 def _place(value: Any, sharding: Any) -> Any:
-    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and value.sharding == sharding:
-        return value
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and (
+            value.sharding == sharding or value.sharding.is_equivalent_to(sharding, value.ndim)):
+        return value  # Keras's state sync hands back the step's outputs, already laid out
     if not sharding.is_fully_addressable:
         host = np.asarray(value)
         return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
