@@ -231,3 +231,15 @@ def test_a_fallback_after_the_step_created_a_variable_from_a_traced_value_raises
 
     with pytest.raises(ValueError, match=r"created variables from traced values \(m:0\)[^\n]*\nFix: create these"):
         s.run(step, (tps.PerReplica(PIECES),))
+
+
+def test_results_whose_rank_differs_per_replica_come_back_per_device_from_the_eager_path():
+    s = _strategy()
+    pieces = [np.arange(2.0, dtype=np.float32).reshape(2, 1) + i for i in range(3)] + [np.full((1, 1), 7.0, np.float32)]
+    with pytest.warns(UserWarning, match="output 0 has different ranks"):
+        out = s.run(lambda x: jnp.squeeze(x) * 2, (tps.PerReplica(pieces),))
+    parts = s.experimental_local_results(out)
+    assert [p.shape for p in parts] == [(2,), (2,), (2,), ()]
+    assert [next(iter(p.devices())) for p in parts] == list(jax.devices()[:4])
+    for got, x in zip(parts, pieces):
+        np.testing.assert_array_equal(np.asarray(got), np.squeeze(x) * 2)

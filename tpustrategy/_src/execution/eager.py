@@ -162,6 +162,10 @@ def place_results(strategy: Any, tree: Any) -> Any:
         if any(isinstance(c, np.ndarray) and c.dtype == object for c in components):
             return leaf
         shapes = [tuple(np.shape(c)) for c in components]
+        if len({len(shape) for shape in shapes}) > 1:
+            # Components of different ranks (``jnp.squeeze`` of a 1-row piece) cannot share
+            # one padded array: each stays on its replica's device, as in TensorFlow.
+            return type(leaf)([_on_device(c, d) for c, d in zip(components, strategy._local_devices)])
         if isinstance(leaf, Mirrored) and len(set(shapes)) == 1:
             pieces = [_on_device(c, d) for c, d in zip(components, strategy._local_devices)]
             shards = shards_for(placement.replicated, pieces)
