@@ -277,7 +277,8 @@ def exception_type_from_error_code(error_code: int) -> type[OpError]:
         raise KeyError(
             f"exception_type_from_error_code: received error_code={error_code!r}, which names no "
             f"error class; the codes are {sorted(_BY_CODE)} (tps.errors.CANCELLED ... "
-            "tps.errors.UNAUTHENTICATED).") from None
+            "tps.errors.UNAUTHENTICATED).\nFix: pass one of those codes, e.g. "
+            "tps.errors.INVALID_ARGUMENT, or an error's .error_code.") from None
 
 
 def error_code_from_exception_type(cls: type[BaseException]) -> int:
@@ -291,4 +292,5 @@ def error_code_from_exception_type(cls: type[BaseException]) -> int:
             return code
     raise KeyError(
         f"error_code_from_exception_type: received {cls!r}, which is not one of TensorFlow's "
-        "error classes (tps.errors.CancelledError ... tps.errors.UnauthenticatedError).")
+        "error classes (tps.errors.CancelledError ... tps.errors.UnauthenticatedError).\nFix: pass "
+        "the class itself, e.g. tps.errors.InvalidArgumentError, or type(error) of a caught one.")
