@@ -73,6 +73,9 @@ class Function:
         # Set when the function uses strategies over different devices: one XLA program spans
         # one device set, so the body then runs as Python (each strategy.run still compiled).
         self._uncompiled = False
+        # The replica-axis sharding of the strategy the last program ran on: host-built
+        # PerReplica arguments are placed there once and keep that array (no copy per call).
+        self._split_sharding: Any = None
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -92,7 +95,7 @@ class Function:
             args, kwargs = _scalars_as_python((args, kwargs))
         if jax.process_count() > 1:
             host_values.agree_on_shapes((args, kwargs))
-        inputs = signature.classify((args, kwargs))
+        inputs = signature.classify((args, kwargs), self._split_sharding)
         last = self._last.get(inputs.key)
         available: dict[Any, list[signature.Inputs]] = {}
         ends: dict[Any, int] = {}
@@ -175,6 +178,7 @@ class Function:
         placement = Placement.of(strategy)
         out_shardings = None
         if placement is not None:
+            self._split_sharding = placement.split
             # Cross-replica results live replicated over the whole job (readable on every
             # process), per-replica ones split over the replicas, variables where they live.
             out_shardings = tuple(

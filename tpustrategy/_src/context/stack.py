@@ -13,9 +13,7 @@ Replica threads of the eager path start with their own replica entry.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +42,18 @@ def current_entry() -> _Entry | None:
     return stack[-1] if stack else None
 
 
-@contextlib.contextmanager
-def push(strategy: Any, replica_context: Any, is_scope: bool = False) -> Iterator[None]:
-    _state.stack.append(_Entry(strategy, replica_context, is_scope))
-    try:
-        yield
-    finally:
+class push:  # noqa: N801 - used like a function: ``with push(strategy, ctx):``
+    """Pushes an entry for the ``with`` block (a plain class: every ``run`` call enters one)."""
+
+    __slots__ = ("_entry",)
+
+    def __init__(self, strategy: Any, replica_context: Any, is_scope: bool = False):
+        self._entry = _Entry(strategy, replica_context, is_scope)
+
+    def __enter__(self) -> None:
+        _state.stack.append(self._entry)
+
+    def __exit__(self, *exc: Any) -> None:
         _state.stack.pop()
 
 
