@@ -155,6 +155,8 @@ def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
     if found is not None:
         return found
     kind, aggregation = rule(kvar, caller)
+    if kind == SYNC_ON_READ and getattr(strategy, "_is_default", False):
+        kind = MIRRORED  # one replica, and the default strategy's run is cross-replica: a plain variable
     state = KerasVariableState.for_keras(kvar, strategy, kind, aggregation)
     kvar.__dict__["_tps_state"] = state
     base = type(kvar)
