@@ -49,7 +49,7 @@ _common.setup_devices(8)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from _mlp import GLOBAL_BATCH, init_params, loss_fn  # noqa: E402
+from _mlp import GLOBAL_BATCH, SIZES, init_params, loss_fn  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -62,18 +62,22 @@ ROWS = [  # (key, row name, hand-written key, target)
     ("functional", "tps.function MLP step (functional) vs jit(shard_map)+optax", "hand_fn", 1.05),
 ]
 TF_ROW = "steps/s: tps.function (Variables) vs TF MirroredStrategy, synchronised"
+# (row prefix, layer sizes): the model of _mlp.py (~40 ms a step here) and a small one (~4 ms),
+# where a fixed per-call cost weighs ten times more.
+MODELS = [("", SIZES), ("small MLP 64-256-10: ", [64, 256, 10])]
 
 
 def planned_rows() -> list[str]:
-    return [f"{name}, {mode}" for mode in ("synchronised", "pipelined") for _, name, _, _ in ROWS] + [TF_ROW]
+    return [f"{prefix}{name}, {mode}" for prefix, _ in MODELS for mode in ("synchronised", "pipelined")
+            for _, name, _, _ in ROWS] + [TF_ROW]
 
 
-def cases(strategy, optax, x, y):
+def cases(strategy, optax, x, y, sizes=SIZES):
     """Step callables (each returns what the step gives the user) and a final check."""
     tx = optax.sgd(LR)
     n, mesh = strategy.num_replicas_in_sync, strategy.mesh
     x_pr, y_pr = tps.PerReplica(list(np.split(x, n))), tps.PerReplica(list(np.split(y, n)))
-    p0 = init_params(0)
+    p0 = init_params(0, sizes)
     st = {}
 
     def replica_step(params, opt_state, x, y):
@@ -88,6 +92,7 @@ def cases(strategy, optax, x, y):
     def run():
         params, opt_state, loss = strategy.run(replica_step, (*st["run"], x_pr, y_pr))
         st["run"] = (params, opt_state)
+        strategy.experimental_local_results(loss)  # a loop that logs the loss reads it every step
         return params, opt_state, loss
 
     # tps.function, functional.
@@ -146,6 +151,7 @@ def cases(strategy, optax, x, y):
         def step():
             params, opt_state, loss = program(*st[key], xs, ys)
             st[key] = (params, opt_state)
+            [shard.data for shard in loss.addressable_shards]  # its per-device losses, as ours
             return params, opt_state, loss
         return step
 
@@ -243,24 +249,28 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(GLOBAL_BATCH, 64)).astype(np.float32)
     y = rng.integers(0, 10, size=GLOBAL_BATCH).astype(np.int32)
-    steps, check = cases(strategy, optax, x, y)
-    # (iterations per round, rounds): synchronised rounds are short (finer pairing under
-    # the machine's load bursts); pipelined rounds run several times the pipeline depth
-    # so that most calls are timed in the steady state, not filling or draining it.
-    plan = {"synchronised": (5, 3) if args.quick else (4, 31),
-            "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 13)}
-    for step in steps.values():  # compile and warm up
-        _common.timed_sync(step, 3)
     rows = []
     results = {}
-    for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
-        iters, rounds = plan[mode]
-        res = results[mode] = _common.side_by_side(
-            {name: (lambda s=s, timed=timed, iters=iters: timed(s, iters)) for name, s in steps.items()}, rounds)
-        for key, name, hand, target in ROWS:
-            rows.append(_common.row(f"{name}, {mode}", res[key], res[hand], "s/step",
-                                    note=f"target <= {target:.2f}"))
-    check()
+    for prefix, sizes in MODELS:
+        steps, check = cases(strategy, optax, x, y, sizes)
+        # (iterations per round, rounds): synchronised rounds are short (finer pairing under
+        # the machine's load bursts); pipelined rounds run several times the pipeline depth
+        # so that most calls are timed in the steady state, not filling or draining it.
+        plan = {"synchronised": (5, 3) if args.quick else (4, 31),
+                "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 13)}
+        for step in steps.values():  # compile and warm up
+            _common.timed_sync(step, 3)
+        for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
+            iters, rounds = plan[mode]
+            res = _common.side_by_side(
+                {name: (lambda s=s, timed=timed, iters=iters: timed(s, iters)) for name, s in steps.items()},
+                rounds)
+            if not prefix:
+                results[mode] = res
+            for key, name, hand, target in ROWS:
+                rows.append(_common.row(f"{prefix}{name}, {mode}", res[key], res[hand], "s/step",
+                                        note=f"target <= {target:.2f}"))
+        check()
     if args.tf_python:
         tf = tf_rates(args.tf_python, 10 if args.quick else 30, 3 if args.quick else 7)
         ours = [1.0 / t for t in results["synchronised"]["variables"]]
