@@ -131,3 +131,18 @@ def test_kernels_split_over_the_cores_of_a_4x2_assignment_train_like_one_device(
     slots = [v for v in model.optimizer.variables if tuple(v.shape) == (6, 16)]
     assert len(slots) == 2 and all({s.data.shape for s in v.value.addressable_shards} == {(6, 8)} for v in slots)
     assert first.bias.value.sharding.is_fully_replicated
+
+
+def test_fit_evaluate_predict_on_arrays_with_a_partial_last_batch_equal_single_device_keras(reference):
+    weights, history, evaluated, predicted = reference
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        model = build()
+        model.set_weights(weights)
+        compile_(model)
+    # 100 rows in batches of 16: the last batch of 4 is not divisible by 8 replicas (Keras's own
+    # DataParallel raises IndivisibleError here); it is given whole to every device instead
+    got = model.fit(X, Y, batch_size=16, epochs=3, shuffle=False, verbose=0).history
+    _assert_history(got, history)
+    np.testing.assert_allclose(model.evaluate(X, Y, batch_size=16, verbose=0), evaluated, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.predict(X, batch_size=16, verbose=0), predicted, rtol=1e-5, atol=1e-5)

@@ -72,8 +72,10 @@ def _make_class() -> type:
 
         def get_data_layout(self, data_shape: Any) -> Any:
             spec = [None] * len(data_shape)
-            if spec:
+            if spec and data_shape[0] is not None and data_shape[0] % self.strategy.num_replicas_in_sync == 0:
                 spec[0] = REPLICA_AXIS
+            # else a partial last batch (arrays given to fit/evaluate/predict): every device gets all of it,
+            # so Keras computes on exactly the examples single-device Keras would (no IndivisibleError).
             return TensorLayout(spec, self.device_mesh)
 
         def get_variable_layout(self, variable: Any) -> Any:

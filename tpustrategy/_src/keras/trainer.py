@@ -74,6 +74,30 @@ def check_compile_arguments(optimizer: Any, metrics: Any, weighted_metrics: Any)
                 )
 
 
+def _array_batches(adapter: Any, dist: Any) -> Any:
+    """Keras's own adapters (arrays, generators) under a strategy: each batch laid out by its own shape.
+
+    Keras computes the layouts once from the first batch; a partial last batch then raises
+    ``IndivisibleError``. Here a batch the replicas do not divide is replicated instead.
+    """
+    from keras.src import tree
+    from keras.src.backend.jax import distribution_lib as jax_distribution_lib
+
+    layouts: dict[tuple[Any, ...], Any] = {}
+
+    def place(d: Any) -> Any:
+        if d is None:
+            return None
+        shape = tuple(d.shape)
+        layout = layouts.get(shape)
+        if layout is None:
+            layout = layouts[shape] = dist.get_data_layout(shape).backend_layout
+        return jax_distribution_lib.distribute_data_input(d, layout, dist.batch_dim_name)
+
+    for data in adapter.get_jax_iterator():
+        yield tree.map_structure(place, data)
+
+
 def install() -> None:
     from keras.src.backend.jax import trainer as jax_trainer
     from keras.src.trainers import data_adapters, epoch_iterator
@@ -130,6 +154,9 @@ def install() -> None:
     def _get_iterator(self: Any) -> Any:
         if isinstance(self.data_adapter, data_lib.adapter_class()):
             return self.data_adapter.get_jax_iterator()  # already global arrays on the mesh
+        dist = distribution.current()
+        if distribution.strategy_of_distribution(dist) is not None:
+            return _array_batches(self.data_adapter, dist)
         return original_iter(self)
 
     jax_trainer.JAXEpochIterator._get_iterator = _get_iterator
