@@ -88,9 +88,10 @@ def worker(steps: int) -> None:
 
     import tpustrategy.data as tpsd
 
+    strategy = tps.MultiWorkerMirroredStrategy()
+    # After the backend started: its gloo collectives take the real client (a C++ type).
     proxy = Counting(distributed.global_state.client)
     distributed.global_state.client = proxy
-    strategy = tps.MultiWorkerMirroredStrategy()
     n, me, procs = strategy.num_replicas_in_sync, jax.process_index(), jax.process_count()
     with strategy.scope():
         w = tps.Variable(jnp.zeros((8, 1)))
