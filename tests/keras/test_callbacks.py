@@ -132,7 +132,7 @@ def test_a_saved_model_loaded_inside_the_scope_is_distributed_and_outside_runs_o
     want = model.predict(X, verbose=0)
 
     outside = keras.models.load_model(path)
-    assert outside.layers[0].kernel.__dict__.get("_tps_state") is None
+    assert outside.layers[0].kernel.__dict__["_tps_state"]._strategy is tps.get_strategy()   # the default one
     assert len(outside.layers[0].kernel.value.sharding.device_set) == 1
     np.testing.assert_allclose(outside.predict(X, verbose=0), want, rtol=1e-5, atol=1e-6)
 

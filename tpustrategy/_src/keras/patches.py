@@ -3,6 +3,9 @@
 Each wrapper calls Keras's original and changes behaviour only for objects
 that belong to a strategy (their variables were adopted under its scope):
 
+- ``JaxVariable._initialize_layout``: a variable made under a strategy's scope with a
+  layout of its own (an optimizer slot) is adopted too, and one made outside any
+  scope (and outside any Keras distribution) is the default strategy's;
 - ``BaseOptimizer.apply``: in a replica function, gradients are all-reduced
   (SUM) first — tf.keras's ``apply_gradients`` rule — and an optimizer first
   built inside a traced step builds its state concretely, under the strategy;
@@ -59,13 +62,20 @@ def check_seams() -> None:
             )
 
 
-def strategy_of(variables: Any) -> Any:
-    """The strategy of the first adopted Keras variable in ``variables`` (None if none)."""
+def strategy_of(variables: Any, include_default: bool = False) -> Any:
+    """The strategy of the first adopted Keras variable in ``variables`` (None if none).
+
+    Variables made outside any scope belong to the default strategy; they count only with
+    ``include_default`` (Keras's own ``fit`` keeps running such a model as plain Keras).
+    """
+    found_default = None
     for v in variables or ():
         state = variables_lib.state_of(v) if v is not None else None
         if state is not None and state._strategy is not None:
-            return state._strategy
-    return None
+            if not getattr(state._strategy, "_is_default", False):
+                return state._strategy
+            found_default = state._strategy
+    return found_default if include_default else None
 
 
 def _replica_context() -> Any:
@@ -96,7 +106,7 @@ def _patch_optimizer() -> None:
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
         known = trainable_variables if trainable_variables is not None else getattr(
             self, "_trainable_variables", None)
-        strategy = strategy_of(list(known) if known is not None else [])
+        strategy = strategy_of(list(known) if known is not None else [], include_default=True)
         if strategy is None:
             return original(self, grads, trainable_variables)
         if trainable_variables is not None and not self.built:
@@ -126,10 +136,18 @@ def _patch_variable_layout() -> None:
     def _initialize_layout(self: Any) -> None:
         original(self)
         dist = distribution.current()
-        if distribution.strategy_of_distribution(dist) is not None and variables_lib.state_of(self) is None:
+        if variables_lib.state_of(self) is not None:
+            return
+        if distribution.strategy_of_distribution(dist) is not None:
             layout = self._layout
             dist.get_variable_layout(self)
             self._layout = layout
+        elif dist is None:
+            # Outside any scope a variable is the default strategy's (TensorFlow's rule), so a model,
+            # optimizer or metric made there works in tps.function too (no baked-in or leaked values).
+            from tpustrategy._src.strategy.default import default_strategy
+
+            variables_lib.adopt(self, default_strategy(), distribution._current_caller())
 
     JaxVariable._initialize_layout = _initialize_layout
 
