@@ -284,6 +284,19 @@ def function(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
       ...         loss = strategy.run(step, (next(iterator),))
       ...     return strategy.reduce("MEAN", loss, axis=None)
     """
+    signature = options.get("input_signature")
+    if signature is not None and not isinstance(signature, (list, tuple)):
+        raise TypeError(
+            f"input_signature must be either a tuple or a list, got {type(signature)}.\n(tps.function: "
+            f"Received: input_signature={signature!r:.60}.) Fix: pass a list of specs, e.g. "
+            "[jax.ShapeDtypeStruct((None, 4), 'float32')], or leave it out (tps.function traces per "
+            "input signature anyway)."
+        )
     if fn is None:
-        return lambda f: Function(f)
+        return lambda f: function(f, **options)
+    if not callable(fn):
+        raise TypeError(
+            f"tps.function: `fn` must be a callable. Received: fn={fn!r:.60}.\nFix: decorate the "
+            "function itself (@tps.function over a def), or pass the function, not its result."
+        )
     return Function(fn)

@@ -37,6 +37,7 @@ def canonical_reduce_op(reduce_op: object) -> ReduceOp:
         return ReduceOp(reduce_op.upper())
     shown = repr(reduce_op.upper()) if isinstance(reduce_op, str) else repr(reduce_op)
     raise ValueError(
-        f"{shown} is not a valid ReduceOp. Valid ops: ReduceOp.SUM, ReduceOp.MEAN "
-        "(or the strings 'sum'/'mean', any case)."
+        f"{shown} is not a valid ReduceOp (reduce_op={reduce_op!r}). Valid ops: ReduceOp.SUM, "
+        "ReduceOp.MEAN (or the strings 'sum'/'mean', any case).\nFix: pass tps.ReduceOp.SUM or "
+        "tps.ReduceOp.MEAN; for a maximum or a product, all_gather the values and reduce them yourself."
     )

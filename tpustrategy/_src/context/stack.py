@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 CROSS_REPLICA_ERROR = (
-    "Method requires being in cross-replica context, use get_replica_context().merge_call()"
+    "Method requires being in cross-replica context, use get_replica_context().merge_call()\n"
+    "(Called inside a replica function: strategy.run, strategy.reduce and strategy.scope belong "
+    "to cross-replica code.) Fix: call it outside the replica function, or use "
+    "tps.get_replica_context().all_reduce / merge_call(fn) inside it."
 )
 
 

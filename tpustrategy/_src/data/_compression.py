@@ -129,10 +129,24 @@ class _ZlibStream:
 
 
 def open_stream(path: str, compression_type: str, *, block_size: int) -> ByteStream:
-    """Opens ``path`` and returns its uncompressed byte stream."""
-    if compression_type:
-        return _ZlibStream(path, compression_type, block_size)
-    return open(path, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    """Opens ``path`` and returns its uncompressed byte stream.
+
+    Raises:
+      tps.errors.NotFoundError: (also a ``FileNotFoundError``) when ``path`` does not exist,
+        with TensorFlow's text.
+    """
+    try:
+        if compression_type:
+            return _ZlibStream(path, compression_type, block_size)
+        return open(path, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError as e:
+        from tpustrategy._src.errors import NotFoundError
+
+        raise NotFoundError(
+            None, None,
+            f"{path}; No such file or directory\n(reading the dataset's file filenames={path!r}.) Fix: "
+            "check the path; tpsd.Dataset.list_files(pattern) lists the files that exist.",
+        ) from e
 
 
 def seek_stream(stream: ByteStream, offset: int, compression_type: str) -> int:

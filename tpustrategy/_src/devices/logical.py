@@ -52,7 +52,7 @@ def _check_type(device_type: Any, api: str) -> str | None:
     if not isinstance(device_type, str) or device_type.upper() not in _TYPES:
         raise ValueError(
             f"tps.config.{api}: `device_type` must be None or one of {sorted(_TYPES)}. "
-            f"Received: device_type={device_type!r}."
+            f"Received: device_type={device_type!r}.\nFix: pass 'CPU', 'GPU' or 'TPU' (any case), or None for all."
         )
     return device_type.upper()
 

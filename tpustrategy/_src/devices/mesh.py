@@ -46,7 +46,8 @@ def resolve_device(spec: Any, api: str) -> jax.Device:
             )
     raise ValueError(
         f"{api}: cannot interpret {spec!r} as a device. Expected a jax.Device or a string "
-        "like '/cpu:0', '/device:GPU:1' or 'tpu:3'."
+        "like '/cpu:0', '/device:GPU:1' or 'tpu:3'.\nFix: pass one of jax.devices() or its "
+        "TensorFlow-style name, e.g. '/cpu:0'."
     )
 
 

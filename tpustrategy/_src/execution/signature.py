@@ -124,6 +124,20 @@ def _python_component(leaf: DistributedValues) -> Any:
     return None
 
 
+def _check_count(leaf: DistributedValues, split_sharding: Any) -> None:
+    if split_sharding is None or jax.process_count() > 1 or leaf.has_stacked or leaf.is_traced:
+        return
+    mesh = split_sharding.mesh
+    replicas = int(mesh.shape["replica"])
+    if leaf.num_replicas != replicas:
+        raise ValueError(
+            f"strategy.run: a {type(leaf).__name__} argument has {leaf.num_replicas} components, but the "
+            f"strategy has {replicas} replicas. Received: a {type(leaf).__name__} of {leaf.num_replicas} "
+            f"values.\nFix: give one component per replica (strategy.num_replicas_in_sync = {replicas}), "
+            "e.g. with strategy.experimental_distribute_values_from_function(lambda ctx: ...)."
+        )
+
+
 def classify(tree: Any, split_sharding: Any = None) -> Inputs:
     """Classifies the leaves of ``tree``.
 
@@ -143,6 +157,7 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
         elif isinstance(leaf, DistributedValues):
             if (odd := _python_component(leaf)) is not None:
                 raise PythonComponents(odd)
+            _check_count(leaf, split_sharding)
             x = leaf.stacked_array(split_sharding)
             shapes = leaf.shapes if leaf.is_ragged else None
             spec = LeafSpec(PER_REPLICA, x.shape, _dtype(x), False, shapes)

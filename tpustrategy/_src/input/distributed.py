@@ -16,11 +16,11 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import OutOfRangeError
 from tpustrategy._src.input import autoshard, split, to_device
 from tpustrategy._src.input.input_context import InputOptions, InputReplicationMode, check_options
 from tpustrategy._src.input.prefetch import Prefetcher
-from tpustrategy._src.context import stack as context
 from tpustrategy._src.values.distributed import PerReplica
 
 NEXT_IN_REPLICA_ERROR = (

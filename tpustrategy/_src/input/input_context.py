@@ -103,7 +103,8 @@ class InputOptions:
         if not isinstance(self.experimental_replication_mode, InputReplicationMode):
             raise ValueError(
                 "InputOptions: `experimental_replication_mode` must be an InputReplicationMode. "
-                f"Received: {self.experimental_replication_mode!r}."
+                f"Received: {self.experimental_replication_mode!r}.\nFix: pass "
+                "tps.InputReplicationMode.PER_WORKER (the default) or PER_REPLICA."
             )
         if self.partial_batch not in _PARTIAL:
             raise ValueError(

@@ -173,12 +173,17 @@ class Strategy:
           RuntimeError: inside a replica function, or inside another strategy's scope.
         """
         if not isinstance(args, (tuple, list)):
+            # TensorFlow's exact text (programs and tests match on it).
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
+        if not callable(fn):
+            raise TypeError(
+                f"strategy.run: `fn` must be a callable (the replica function). Received: fn={fn!r:.60}."
+                "\nFix: pass the function itself, e.g. strategy.run(step, args=(x,)), not its result.")
         check_run_options(options)
         if kwargs is None:
             kwargs = {}
         if not isinstance(kwargs, dict):
-            raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")
+            raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")  # TensorFlow's text
         with self._enter_for("run"):
             if across_processes.multi_process() and frames.current() is None:
                 host_values.agree_on_shapes((args, kwargs))
@@ -226,7 +231,9 @@ class Strategy:
         """
         if axis is _NO_AXIS:
             raise TypeError(
-                "StrategyBase.reduce() missing 1 required positional argument: 'axis'"
+                "StrategyBase.reduce() missing 1 required positional argument: 'axis'\nFix: pass "
+                "axis=None to reduce across replicas only (TF2 requires it), or axis=0 to also "
+                "reduce the batch axis inside each replica."
             )
         op = canonical_reduce_op(reduce_op)
         with self._enter_for("reduce"):
@@ -301,6 +308,13 @@ class Strategy:
         from tpustrategy._src.input.from_function import DistributedDatasetsFromFunction
 
         context.require_cross_replica_or_default(self, "distribute_datasets_from_function")
+        if not callable(dataset_fn):
+            raise TypeError(
+                "distribute_datasets_from_function: `dataset_fn` must be a function of an "
+                f"InputContext that returns a dataset. Received: dataset_fn={dataset_fn!r:.60}.\nFix: "
+                "pass `lambda ctx: dataset` (batched per replica: ctx.get_per_replica_batch_size(B)), or "
+                "call strategy.experimental_distribute_dataset(dataset) for a dataset of global batches."
+            )
         return DistributedDatasetsFromFunction(self, dataset_fn, options, input_pipeline=input_pipeline)
 
     experimental_distribute_datasets_from_function = distribute_datasets_from_function

@@ -65,7 +65,8 @@ class CommunicationOptions:
         if not isinstance(implementation, CommunicationImplementation):
             raise ValueError(
                 "CommunicationOptions: `implementation` must be a CommunicationImplementation "
-                f"(AUTO, RING or NCCL). Received: implementation={self.implementation!r}."
+                f"(AUTO, RING or NCCL). Received: implementation={self.implementation!r}.\nFix: pass "
+                "tps.experimental.CommunicationImplementation.AUTO (XLA chooses the algorithm either way)."
             )
         object.__setattr__(self, "implementation", implementation)
 

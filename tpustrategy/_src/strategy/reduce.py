@@ -36,7 +36,9 @@ def _canonical_axes(axis: Any, ndim: int) -> tuple[int, ...]:
         if not -ndim <= a < ndim:
             raise ValueError(
                 f"strategy.reduce: Invalid reduction dimension {a} for input with {ndim} "
-                f"dimensions. Received: axis={axis!r}; the per-replica values have rank {ndim}."
+                f"dimensions. Received: axis={axis!r}; the per-replica values have rank {ndim}.\n"
+                f"Fix: pass an axis in [{-ndim}, {ndim}) (axis=0 is the batch axis), or axis=None to "
+                "reduce across replicas only."
             )
         out.append(int(a) % ndim)
     return tuple(sorted(set(out)))

@@ -27,7 +27,8 @@ class RunOptions:
         for name in ("experimental_enable_dynamic_batch_size", "experimental_bucketizing_dynamic_shape"):
             value = getattr(self, name)
             if not isinstance(value, bool):
-                raise TypeError(f"RunOptions: `{name}` must be a bool. Received: {name}={value!r}.")
+                raise TypeError(f"RunOptions: `{name}` must be a bool. Received: {name}={value!r}.\n"
+                                f"Fix: pass {name}=True or False.")
 
 
 def check_run_options(options: Any) -> None:

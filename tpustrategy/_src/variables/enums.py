@@ -49,7 +49,8 @@ def canonical_synchronization(value: Any, name: str) -> VariableSynchronization:
             pass
     raise ValueError(
         f"Invalid variable synchronization mode: {value} for variable: {name}\n"
-        f"Valid values: {', '.join('tps.VariableSynchronization.' + m for m in VariableSynchronization.__members__)}."
+        f"Valid values: {', '.join('tps.VariableSynchronization.' + m for m in VariableSynchronization.__members__)}.\n"
+        "Fix: pass one of them (or its name as a string), e.g. synchronization=tps.VariableSynchronization.ON_READ."
     )
 
 
@@ -67,5 +68,6 @@ def canonical_aggregation(value: Any, name: str) -> VariableAggregation:
             pass
     raise ValueError(
         f"Invalid variable aggregation mode: {value} for variable: {name}\n"
-        f"Valid values: {', '.join('tps.VariableAggregation.' + m for m in VariableAggregation.__members__)}."
+        f"Valid values: {', '.join('tps.VariableAggregation.' + m for m in VariableAggregation.__members__)}.\n"
+        "Fix: pass one of them (or its name as a string), e.g. aggregation=tps.VariableAggregation.MEAN."
     )

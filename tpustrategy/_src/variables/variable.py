@@ -84,6 +84,20 @@ def _check_unused(unused: dict[str, Any], base: str) -> None:
         )
 
 
+def _check_initial_value(value: Any, base: str) -> None:
+    if value is None:
+        raise ValueError(
+            f"tps.Variable {base!r}: initial_value must be specified. Received: initial_value=None.\n"
+            "Fix: pass an array, a number, or a callable returning one (e.g. lambda: jnp.zeros(shape))."
+        )
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "OUS"):
+        raise TypeError(
+            f"tps.Variable {base!r}: initial_value must be numeric (JAX arrays hold no strings). "
+            f"Received: initial_value={value!r:.60}.\nFix: keep strings on the host (a Python value "
+            "or a tps.lookup table mapping them to ids), and make the variable from numbers."
+        )
+
+
 def _initial_value(args: tuple, kwargs: dict) -> Any:
     value = args[0] if args else kwargs.get("initial_value")
     if callable(value):
@@ -144,6 +158,7 @@ class Variable(metaclass=_VariableMeta):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
             initial_value = initial_value.read_value()
+        _check_initial_value(initial_value, base)
         self._pending_init = False
         self._traced_init = None
         if isinstance(initial_value, jax.core.Tracer):
