@@ -103,3 +103,12 @@ def test_params_key_ignores_derivative_rules_and_tells_different_bodies_apart():
     other = _jaxpr(jax.jit(lambda x: x - 1), jnp.ones(2)).eqns[0]
     assert jaxpr_tools.params_key(relu_a) == jaxpr_tools.params_key(relu_b)
     assert jaxpr_tools.params_key(relu_a) != jaxpr_tools.params_key(other)
+
+
+def test_both_halves_of_an_async_collective_are_collectives():
+    from jax._src.lax import parallel  # JAX's async collectives have no public name yet
+
+    eqns = _jaxpr(lambda x: parallel.psum_start(x, "replica").done(), jnp.ones(2)).eqns
+    assert [e.primitive.name for e in eqns] == ["psum_start", "psum_done"]
+    assert all(jaxpr_tools.is_collective(e) for e in eqns)
+    assert "axes" not in eqns[1].params  # the done half names no axis: the module rule finds it

@@ -243,3 +243,18 @@ def test_a_prng_key_live_across_the_all_reduce_is_carried_between_segments(no_ea
     np.testing.assert_allclose([float(v) for v in s.experimental_local_results(first)], [want_first] * 4,
                                rtol=1e-6)
     assert [float(v) for v in s.experimental_local_results(second)] == [float(ROWS.sum())] * 4
+
+
+def test_an_async_all_reduce_with_shape_dependent_work_in_flight_runs_compiled(no_eager):
+    from jax._src.lax import parallel  # JAX's async collectives have no public name yet
+
+    s = _strategy()
+
+    def step(x):
+        pending = parallel.psum_start(jnp.sum(x, axis=0), "replica")
+        work = jnp.sum(jnp.broadcast_to(jnp.arange(3.0), x.shape) * x)  # while the all-reduce is in flight
+        return pending.done() + work
+
+    out = s.run(step, (tps.PerReplica(PIECES),))
+    for got, x in zip(s.experimental_local_results(out), PIECES):
+        np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) + (np.arange(3.0) * x).sum(), rtol=1e-6)

@@ -13,7 +13,8 @@ this module relies on moves.
 - A **collective** is any equation whose parameters name the replica axis:
   ``psum``, ``pmax``, ``all_gather``, ``ppermute``, ``all_to_all``,
   ``reduce_scatter``, ``axis_index``, the async ``*_start`` / ``*_done`` pairs,
-  and any primitive JAX adds later with an axis parameter — no hand-kept list.
+  and any primitive JAX adds later with an axis parameter — no hand-kept list —
+  plus every primitive of JAX's collectives module (a ``*_done`` names no axis).
 - A **call** is an equation in ``CALLS``: its body is a jaxpr taking the
   equation's operands and giving its results (``jit``, ``custom_jvp_call``,
   ``custom_vjp_call``, ``checkpoint``, ...).
@@ -167,10 +168,23 @@ def _names(value: Any, axis: str) -> bool:
     return False
 
 
+@functools.cache
+def parallel_primitives() -> frozenset[str]:
+    """Names of the primitives JAX's collectives module defines (``*_done`` ones name no axis)."""
+    module = importlib.import_module(PARALLEL_MODULE)
+    return frozenset(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
+
+
 def is_collective(eqn: Any, axis: str = REPLICA_AXIS) -> bool:
-    """Whether the equation itself communicates over (or reads its position on) ``axis``."""
+    """Whether the equation itself communicates over (or reads its position on) ``axis``.
+
+    Any equation whose parameters name the axis, and every primitive of JAX's
+    collectives module (the ``*_done`` half of an async pair only takes the
+    ``*_start`` half's future).
+    """
     # ``name`` is a call's function name (a function may be called ``replica``).
-    return any(_names(v, axis) for k, v in eqn.params.items() if k != "name")
+    return eqn.primitive.name in parallel_primitives() or any(
+        _names(v, axis) for k, v in eqn.params.items() if k != "name")
 
 
 def contains_collective(eqn: Any, axis: str = REPLICA_AXIS) -> bool:
@@ -288,6 +302,13 @@ def value_key(value: Any) -> tuple[Any, ...]:
         return ("value", str(array.dtype), array.shape, array.tobytes())
     except Exception:  # a constant NumPy cannot read: only equal to itself
         return ("object", id(value))
+
+
+def aval_key(aval: Any) -> tuple[Any, ...]:
+    """Shape and dtype of an abstract value (any other kind, e.g. an async future: its text)."""
+    if hasattr(aval, "shape") and hasattr(aval, "dtype"):
+        return (tuple(aval.shape), str(aval.dtype))
+    return ("other", str(aval))
 
 
 def aval_text(aval: Any) -> str:

@@ -105,7 +105,7 @@ def flatten(closed: Any) -> ClassProgram:
 
 # Agreement of the collectives -------------------------------------------------------------------
 def _signature(step: Step) -> tuple[Any, ...]:
-    avals = tuple((tuple(a.aval.shape), str(a.aval.dtype)) for a in step.ins)
+    avals = tuple(jaxpr_tools.aval_key(a.aval) for a in step.ins)
     return (step.eqn.primitive.name, jaxpr_tools.params_key(step.eqn), avals)
 
 
@@ -221,7 +221,7 @@ class Plan:
             if a.key is None:
                 return ("const", jaxpr_tools.value_key(a.value))
             if a.key[0] != "eq":
-                return ("global", a.key, tuple(p.avals[a.key].shape), str(p.avals[a.key].dtype))
+                return ("global", a.key, jaxpr_tools.aval_key(p.avals[a.key]))
             return ("local", local[a.key]) if a.key in local else None
 
         steps = []
