@@ -38,6 +38,8 @@ SEAMS = (
     ("keras.src.backend.jax.trainer", "JAXTrainer", "evaluate"),
     ("keras.src.backend.jax.trainer", "JAXTrainer", "predict"),
     ("keras.src.backend.jax.trainer", "JAXTrainer", "make_train_function"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "_make_function"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "_get_state_sharding_spec"),
     ("keras.src.backend.jax.trainer", "JAXEpochIterator", "_get_iterator"),
     ("keras.src.trainers.data_adapters", None, "get_data_adapter"),
     ("keras.src.trainers.epoch_iterator", None, "data_adapters"),

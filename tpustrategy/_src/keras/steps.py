@@ -7,7 +7,10 @@ replaced by one ``jax.jit`` of N unrolled ``train_step``/``test_step`` calls
 program: the same arithmetic, in the same order, as N single steps. A
 shorter run — the end of an epoch or of ``steps_per_epoch``, or a partial
 last batch whose shape differs — runs the one-step program for each of its
-steps, so no step runs past the epoch.
+steps, so no step runs past the epoch. With several processes, ``predict``'s
+outputs are gathered onto every device, so each process gets every prediction.
+Every step function (Keras's own too) counts its programs against the library's
+bound on programs in flight (``execution.dispatch``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpustrategy._src.execution import dispatch
 
 
 class Limited:
@@ -49,13 +56,31 @@ def _iterator_step(one: Any, many: Any, n: int) -> Any:
         if not batches:
             raise StopIteration
         if len(batches) == n and len({_signature(b) for b in batches}) == 1:
-            return many(state, batches)
+            logs, state = many(state, batches)
+            dispatch.track(logs)
+            return logs, state
         logs = None
         for batch in batches:
             logs, state = one(state, batch)
+            dispatch.track(logs)
         return logs, state
 
     return step
+
+
+def _tracked(fn: Any) -> Any:
+    """Keras's own step function, its programs counted against the library's in-flight bound.
+
+    Keras's loops dispatch step after step without waiting; on fake CPU devices (and
+    across processes over gloo) dozens of queued programs with collectives can lock
+    XLA's collectives up. ``dispatch.track`` waits on the oldest beyond the bound.
+    """
+    def call(state: Any, iterator: Any) -> Any:
+        outputs, state = fn(state, iterator)
+        dispatch.track(outputs)
+        return outputs, state
+
+    return call
 
 
 def _unrolled(step_fn: Any) -> Any:
@@ -79,7 +104,9 @@ def install_functions(model: Any, strategy: Any) -> None:
             return None
         n = int(model.steps_per_execution)
         if n <= 1 or model.run_eagerly or not model.jit_compile:
-            return type(model).make_train_function(model, force=force)
+            type(model).make_train_function(model, force=force)
+            model.train_function = _tracked(model.train_function)
+            return None
         shardings = (None, model._get_state_sharding_spec())
         one = jax.jit(model.train_step, donate_argnums=0, out_shardings=shardings)
         many = jax.jit(_unrolled(model.train_step), donate_argnums=0, out_shardings=shardings)
@@ -91,7 +118,9 @@ def install_functions(model: Any, strategy: Any) -> None:
             return None
         n = int(model.steps_per_execution)
         if n <= 1 or model.run_eagerly or not model.jit_compile:
-            return type(model).make_test_function(model, force=force)
+            type(model).make_test_function(model, force=force)
+            model.test_function = _tracked(model.test_function)
+            return None
         trainable, non_trainable, _, metrics = model._get_state_sharding_spec()
         shardings = (None, (trainable, non_trainable, metrics))
         one = jax.jit(model.test_step, donate_argnums=0, out_shardings=shardings)
@@ -99,5 +128,26 @@ def install_functions(model: Any, strategy: Any) -> None:
         model.test_function = _iterator_step(one, many, n)
         return None
 
+    def make_predict_function(force: bool = False) -> Any:
+        if model.predict_function is not None and not force:
+            return model.predict_function
+        if jax.process_count() == 1 or model.run_eagerly or not model.jit_compile:
+            type(model).make_predict_function(model, force=force)
+            model.predict_function = _tracked(model.predict_function)
+            return model.predict_function
+        # Several processes: the outputs are gathered onto every device, so each process's
+        # predict returns every example's prediction (no array spanning other processes' devices).
+        trainable, non_trainable, _, _ = model._get_state_sharding_spec()
+
+        def predict_step(state: Any, data: Any) -> Any:
+            outputs, non_trainable_values = model.predict_step(state, data)
+            return outputs, (state[0], non_trainable_values)
+
+        replicated = NamedSharding(strategy.mesh, P())
+        jitted = jax.jit(predict_step, donate_argnums=0, out_shardings=(replicated, (trainable, non_trainable)))
+        model.predict_function = _tracked(model._make_function(jitted, concatenate_outputs=True))
+        return model.predict_function
+
     model.make_train_function = make_train_function
     model.make_test_function = make_test_function
+    model.make_predict_function = make_predict_function

@@ -184,13 +184,28 @@ def sharding_of(state: KerasVariableState) -> Any:
 
 
 def _place(value: Any, sharding: Any) -> Any:
-    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and (
-            value.sharding == sharding or value.sharding.is_equivalent_to(sharding, value.ndim)):
-        return value  # Keras's state sync hands back the step's outputs, already laid out
+    if isinstance(value, jax.core.Tracer):
+        return value  # inside another trace (Keras's symbolic build): the trace lays it out
+    if isinstance(value, jax.Array):
+        if value.sharding == sharding or value.sharding.is_equivalent_to(sharding, value.ndim):
+            return value  # Keras's state sync hands back the step's outputs, already laid out
+        if not (sharding.is_fully_addressable and value.is_fully_addressable):
+            return _reshard(sharding)(value)  # a global array (several processes): every process runs this
+        return jax.device_put(value, sharding)
     if not sharding.is_fully_addressable:
         host = np.asarray(value)
         return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
     return jax.device_put(value, sharding)
+
+
+_RESHARDS: dict[Any, Any] = {}
+
+
+def _reshard(sharding: Any) -> Any:
+    fn = _RESHARDS.get(sharding)
+    if fn is None:
+        fn = _RESHARDS[sharding] = jax.jit(lambda v: v, out_shardings=sharding)
+    return fn
 
 
 def _traced_or_replica() -> bool:
