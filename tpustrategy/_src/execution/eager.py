@@ -31,6 +31,7 @@ from tpustrategy._src import config
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import DeadlineExceededError
 from tpustrategy._src.execution.program import Placement
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.replica.context import EagerReplicaContext
 from tpustrategy._src.replica.rendezvous import MISMATCH_MESSAGE, Rendezvous
 from tpustrategy._src.values import mesh_axis, regroup
@@ -45,10 +46,10 @@ def _to_device(x: Any, device: Any) -> Any:
     return x
 
 
-def run_eagerly(strategy: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
-    devices = strategy._local_devices
+def run_eagerly(strategy: ReplicaStrategy, fn: Any, args: tuple, kwargs: dict) -> Any:
+    devices = strategy.worker_devices
     num_local = len(devices)
-    offset = strategy._replica_offset
+    offset = strategy.first_local_replica
     timeout = config.EAGER_TIMEOUT
     rendezvous = Rendezvous(num_local, timeout)
     results: list[Any] = [None] * num_local
@@ -135,7 +136,7 @@ def _on_device(x: Any, device: Any) -> Any:
     return jax.device_put(np.asarray(x), device)
 
 
-def place_results(strategy: Any, tree: Any) -> Any:
+def place_results(strategy: ReplicaStrategy, tree: Any) -> Any:
     """Eager results placed like compiled ones: one array over the mesh per distributed leaf.
 
     Every device of the mesh gets its replica's component (a replica with several
@@ -143,7 +144,7 @@ def place_results(strategy: Any, tree: Any) -> Any:
     """
     placement = Placement.of(strategy)
     mesh = strategy.mesh
-    offset = strategy._replica_offset
+    offset = strategy.first_local_replica
     n = strategy.num_replicas_in_sync
 
     def shards_for(sharding: Any, pieces: list[Any]) -> list[Any]:
@@ -165,15 +166,15 @@ def place_results(strategy: Any, tree: Any) -> Any:
         if len({len(shape) for shape in shapes}) > 1:
             # Components of different ranks (``jnp.squeeze`` of a 1-row piece) cannot share
             # one padded array: each stays on its replica's device, as in TensorFlow.
-            return type(leaf)([_on_device(c, d) for c, d in zip(components, strategy._local_devices)])
+            return type(leaf)([_on_device(c, d) for c, d in zip(components, strategy.worker_devices)])
         if isinstance(leaf, Mirrored) and len(set(shapes)) == 1:
-            pieces = [_on_device(c, d) for c, d in zip(components, strategy._local_devices)]
+            pieces = [_on_device(c, d) for c, d in zip(components, strategy.worker_devices)]
             shards = shards_for(placement.replicated, pieces)
             return Mirrored.from_replicated(
                 jax.make_array_from_single_device_arrays(shapes[0], placement.replicated, shards), n)
         target = tuple(max(d) for d in zip(*shapes)) if shapes[0] else ()
         pieces = []
-        for c, d in zip(components, strategy._local_devices):
+        for c, d in zip(components, strategy.worker_devices):
             with jax.default_device(d):
                 c = jax.numpy.asarray(_on_device(c, d))
                 if tuple(c.shape) != target:

@@ -48,6 +48,7 @@ import numpy as np
 
 from tpustrategy._src.execution import evaluate, invariance, jaxpr_tools, uniform
 from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.ragged_plan import (
     Atom,
     Key,
@@ -198,7 +199,8 @@ def program_body(plan: Plan, class_of: list[int], core_mesh: Any) -> Any:
     return body
 
 
-def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: Any, name: str) -> Program:
+def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: ReplicaStrategy,
+          name: str) -> Program:
     """One program for replicas whose inputs differ in shape (see the module docstring).
 
     Args:
