@@ -171,7 +171,10 @@ def _names(value: Any, axis: str) -> bool:
 @functools.cache
 def parallel_primitives() -> frozenset[str]:
     """Names of the primitives JAX's collectives module defines (``*_done`` ones name no axis)."""
-    module = importlib.import_module(PARALLEL_MODULE)
+    try:
+        module = importlib.import_module(PARALLEL_MODULE)
+    except ImportError:  # JAX moved it (its test says so): the parameter rule still finds most
+        return frozenset()
     return frozenset(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
 
 
