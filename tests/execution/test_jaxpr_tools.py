@@ -7,6 +7,7 @@ import inspect
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend import core as jcore
 
 from tpustrategy._src.execution import jaxpr_tools
@@ -112,3 +113,26 @@ def test_both_halves_of_an_async_collective_are_collectives():
     assert [e.primitive.name for e in eqns] == ["psum_start", "psum_done"]
     assert all(jaxpr_tools.is_collective(e) for e in eqns)
     assert "axes" not in eqns[1].params  # the done half names no axis: the module rule finds it
+
+
+def test_a_static_length_loop_unrolls_into_one_collective_per_iteration_with_the_same_results():
+    def fn(x):
+        return jax.lax.fori_loop(0, 3, lambda i, c: c + jax.lax.psum(c, "replica") * i, x)
+
+    closed = jax.make_jaxpr(fn, axis_env=[("replica", 4)])(jnp.ones(2))
+    (loop,) = closed.jaxpr.eqns
+    body, consts = jaxpr_tools.unrolled(loop, 4)
+    assert [e.primitive.name for e in body.eqns].count("psum") == 3
+    assert not any(e.primitive.name == "scan" for e in body.eqns)
+    assert jaxpr_tools.unrolled(loop, 4, max_length=2) is None  # too long: kept as one step
+    while_loop = _jaxpr(lambda x: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: c, x), jnp.ones(2)).eqns[0]
+    assert jaxpr_tools.unrolled(while_loop, 4) is None
+    # Same values when every replica holds the same x (psum then multiplies by the replica count).
+    def run_one(x):  # the loop's operands: the counter's start (a literal) and x
+        args = [a.val if jaxpr_tools.is_literal(a) else x for a in loop.invars]
+        return jax.core.eval_jaxpr(body, consts, *args)[-1]
+
+    run = jax.vmap(run_one, axis_name="replica")
+    want = jax.vmap(fn, axis_name="replica")
+    x = jnp.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(np.asarray(run(x)), np.asarray(want(x)))

@@ -258,3 +258,47 @@ def test_an_async_all_reduce_with_shape_dependent_work_in_flight_runs_compiled(n
     out = s.run(step, (tps.PerReplica(PIECES),))
     for got, x in zip(s.experimental_local_results(out), PIECES):
         np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) + (np.arange(3.0) * x).sum(), rtol=1e-6)
+
+
+def test_an_all_reduce_inside_fori_loop_over_each_replicas_piece_runs_compiled_unrolled(no_eager):
+    s = _strategy()
+
+    def step(x):
+        ctx = tps.get_replica_context()
+
+        def body(i, carry):  # the body reads the piece: it differs per class, its collectives do not
+            return carry + ctx.all_reduce("SUM", jnp.sum(x, axis=0)) * (i + 1)
+
+        return jax.lax.fori_loop(0, 3, body, jnp.zeros(3, jnp.float32))
+
+    out = s.run(step, (tps.PerReplica(PIECES),))
+    assert isinstance(out, tps.Mirrored)
+    for got in s.experimental_local_results(out):
+        np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) * 6, rtol=1e-6)
+
+    @tps.function
+    def in_function(x):
+        return s.run(step, (x,))
+
+    for got in s.experimental_local_results(in_function(tps.PerReplica(PIECES))):
+        np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) * 6, rtol=1e-6)
+
+
+def test_a_scan_with_per_iteration_inputs_and_outputs_around_an_all_reduce_unrolls_exactly(no_eager):
+    s = _strategy()
+
+    def step(x):
+        ctx = tps.get_replica_context()
+
+        def body(carry, k):
+            total = ctx.all_reduce("SUM", jnp.sum(x) * k)
+            return carry + total, total * x.shape[0]
+
+        return jax.lax.scan(body, jnp.float32(0.0), jnp.arange(1.0, 4.0), reverse=True)
+
+    final, per_step = s.run(step, (tps.PerReplica(PIECES),))
+    total = ROWS.sum()
+    np.testing.assert_allclose([float(v) for v in s.experimental_local_results(final)], [total * 6] * 4,
+                               rtol=1e-6)
+    for got, x in zip(s.experimental_local_results(per_step), PIECES):
+        np.testing.assert_allclose(np.asarray(got), total * np.arange(1.0, 4.0) * len(x), rtol=1e-6)

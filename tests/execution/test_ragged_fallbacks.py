@@ -74,18 +74,20 @@ def test_the_eager_path_reports_a_collective_only_some_replicas_reach():
 
 
 def _loop_over_the_piece(x):
-    """A collective inside a loop whose body closes over the ragged piece: not the same on every class."""
+    """A collective inside a while loop whose body closes over the ragged piece: the loop differs per
+    class, and a while loop cannot be unrolled."""
     ctx = tps.get_replica_context()
 
-    def body(i, carry):
-        return carry + ctx.all_reduce("SUM", jnp.sum(x, axis=0)) * (i + 1)
+    def body(state):
+        i, carry = state
+        return i + 1, carry + ctx.all_reduce("SUM", jnp.sum(x, axis=0)) * (i + 1).astype(jnp.float32)
 
-    return jax.lax.fori_loop(0, 3, body, jnp.zeros(3, jnp.float32))
+    return jax.lax.while_loop(lambda state: state[0] < 3, body, (jnp.int32(0), jnp.zeros(3, jnp.float32)))[1]
 
 
-def test_a_collective_inside_fori_loop_that_differs_per_class_runs_eagerly_and_right():
+def test_a_collective_inside_a_while_loop_that_differs_per_class_runs_eagerly_and_right():
     s = _strategy()
-    with pytest.warns(UserWarning, match=r"cannot be compiled.*`scan`"):
+    with pytest.warns(UserWarning, match=r"cannot be compiled.*`while`"):
         out = s.run(_loop_over_the_piece, (tps.PerReplica(PIECES),))
     want = sum(p.sum(axis=0) for p in PIECES) * 6
     for part in s.experimental_local_results(out):

@@ -96,7 +96,8 @@ def any_eqn(jaxpr: Any, predicate: Callable[[Any], bool]) -> bool:
 
 def interpret(jaxpr: Any, consts: list[Any], args: list[Any], emit: Callable[[Any, list[Any]], list[Any]], *,
               inline: Callable[[Any], bool] = lambda eqn: False,
-              constant: Callable[[Any, Any], Any] = lambda value, aval: value) -> list[Any]:
+              constant: Callable[[Any, Any], Any] = lambda value, aval: value,
+              expand: Callable[[Any], tuple[Any, list[Any]] | None] | None = None) -> list[Any]:
     """Runs ``jaxpr`` over any kind of value: the one interpreter of the execution core.
 
     Args:
@@ -105,6 +106,8 @@ def interpret(jaxpr: Any, consts: list[Any], args: list[Any], emit: Callable[[An
       emit: ``emit(eqn, operand_values) -> result_values`` for every equation not inlined.
       inline: calls (``CALLS``) for which it is true have their body interpreted in place.
       constant: turns a literal or an inlined body's constant, with its aval, into a value.
+      expand: for an equation ``inline`` accepts, its ``(body, consts)`` (default: ``called``;
+        e.g. ``unrolled`` to interpret a loop's iterations in place).
 
     Returns:
       The values of the jaxpr's outputs.
@@ -117,11 +120,11 @@ def interpret(jaxpr: Any, consts: list[Any], args: list[Any], emit: Callable[[An
 
     for eqn in jaxpr.eqns:
         values = [read(a) for a in eqn.invars]
-        body = called(eqn) if inline(eqn) else None
+        body = (expand or called)(eqn) if inline(eqn) else None
         if body is not None:
             inner, inner_consts = body
             outs = interpret(inner, [constant(c, v.aval) for c, v in zip(inner_consts, inner.constvars)],
-                             values, emit, inline=inline, constant=constant)
+                             values, emit, inline=inline, constant=constant, expand=expand)
         else:
             outs = emit(eqn, values)
         env.update(zip(eqn.outvars, outs))
@@ -157,6 +160,42 @@ def scan_layout(eqn: Any) -> tuple[int, int] | None:
             or len(subs[0].invars) != len(eqn.invars) or len(subs[0].outvars) != len(eqn.outvars):
         return None
     return consts, carry
+
+
+def unrolled(eqn: Any, axis_size: int, max_length: int = 64) -> tuple[Any, list[Any]] | None:
+    """A ``scan`` of at most ``max_length`` iterations as one jaxpr with every iteration in place.
+
+    ``fori_loop`` with static bounds is such a scan. Unrolled, a collective in its
+    body becomes one collective per iteration at the top level. None for any
+    other equation, or a longer scan.
+    """
+    layout = scan_layout(eqn)
+    length = eqn.params.get("length")
+    if layout is None or not isinstance(length, int) or not 0 < length <= max_length:
+        return None
+    num_consts, num_carry = layout
+    body = eqn.params["jaxpr"]
+    order = range(length - 1, -1, -1) if eqn.params.get("reverse") else range(length)
+
+    def run(*args: Any) -> list[Any]:
+        import jax
+        import jax.numpy as jnp
+
+        consts, carry = list(args[:num_consts]), list(args[num_consts:num_consts + num_carry])
+        xs = args[num_consts + num_carry:]
+        ys: dict[int, list[Any]] = {}
+        for i in order:
+            out = jax.core.eval_jaxpr(body.jaxpr, body.consts, *consts, *carry, *(x[i] for x in xs))
+            carry, ys[i] = list(out[:num_carry]), list(out[num_carry:])
+        stacked = [jnp.stack([ys[i][k] for i in range(length)]) for k in range(len(ys[0]))]
+        return carry + stacked
+
+    import jax
+
+    avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=getattr(v.aval, "weak_type", False))
+             for v in eqn.invars]
+    closed = jax.make_jaxpr(run, axis_env=[(REPLICA_AXIS, axis_size)])(*avals)
+    return closed.jaxpr, list(closed.consts)
 
 
 # Collectives ------------------------------------------------------------------------------------

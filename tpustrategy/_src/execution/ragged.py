@@ -16,8 +16,10 @@ and the k-th collectives of all classes must agree: the same primitive and
 parameters, on operands of the same shapes and dtypes once each class's true
 shapes are known. A literal or shape-derived operand
 (``all_reduce("SUM", jnp.float32(x.shape[0]))``) may differ: each class
-computes its own value. Loops and conditionals that contain a collective are
-one such step and must be the same in every class.
+computes its own value. A loop or conditional that contains a collective is
+one such step and must be the same in every class; when it is not (its body
+reads the batch), a static-length loop (``fori_loop`` with Python bounds,
+``scan``) is unrolled so that each iteration's collective is cut on its own.
 
 A segment that is the same in every class (the optimizer update after an
 all-reduce) runs once; every other segment runs under one ``lax.switch`` on the
@@ -219,7 +221,13 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: R
             raise Unsupported("the replicas' traces read or write different variables")
     kinds = _output_kinds(traces, class_of)
     programs = [flatten(t.closed) for t in traces]
-    check_collectives(programs, class_of)
+    try:
+        check_collectives(programs, class_of)
+    except Unsupported:
+        # A loop whose body differs per class (it reads the batch) may still make the same
+        # collectives iteration by iteration: unrolled, each is cut on its own.
+        programs = [flatten(t.closed, unroll_for=n) for t in traces]
+        check_collectives(programs, class_of)
     plan = Plan(programs)
     core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
     dyn_split = split_flags(inputs.specs)

@@ -2,7 +2,7 @@
 
 ``flatten`` turns one class's replica jaxpr into segments between collectives
 (calls that contain a collective are inlined first; a loop or conditional that
-contains one is a single step). ``check_collectives`` requires the k-th
+contains one is a single step, or, asked to, a static-length loop is unrolled). ``check_collectives`` requires the k-th
 collectives of all classes to agree and names the first difference with the
 user's source lines. ``Plan`` then decides, per segment:
 
@@ -68,8 +68,15 @@ class ClassProgram:
     avals: dict[Key, Any]
 
 
-def flatten(closed: Any) -> ClassProgram:
-    """Cuts a class's closed jaxpr at its collectives."""
+def flatten(closed: Any, unroll_for: int | None = None) -> ClassProgram:
+    """Cuts a class's closed jaxpr at its collectives.
+
+    Args:
+      closed: the class's replica jaxpr.
+      unroll_for: the replica count, to unroll static-length loops (``fori_loop``)
+        that contain a collective, so that each iteration's collective is cut on its
+        own; None keeps such a loop as one step.
+    """
     jaxpr = closed.jaxpr
     avals: dict[Key, Any] = {("in", j): var.aval for j, var in enumerate(jaxpr.invars)}
     segments: list[list[Step]] = [[]]
@@ -99,7 +106,9 @@ def flatten(closed: Any) -> ClassProgram:
         jaxpr, [Atom(None, c, v.aval) for c, v in zip(closed.consts, jaxpr.constvars)],
         [Atom(("in", j), aval=var.aval) for j, var in enumerate(jaxpr.invars)], emit,
         inline=lambda eqn: has_collective(eqn) and not jaxpr_tools.is_collective(eqn),
-        constant=lambda value, aval: Atom(None, value, aval))
+        constant=lambda value, aval: Atom(None, value, aval),
+        expand=lambda eqn: jaxpr_tools.called(eqn) or (
+            jaxpr_tools.unrolled(eqn, unroll_for) if unroll_for is not None else None))
     return ClassProgram(segments, cuts, outs, avals)
 
 
