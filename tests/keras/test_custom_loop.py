@@ -159,3 +159,28 @@ def test_keras_support_fails_loudly_when_a_keras_seam_moves():
     from tpustrategy._src.keras import patches
 
     patches.check_seams()
+
+
+def test_keras_objects_made_outside_any_scope_work_in_tps_function_on_one_device():
+    with tps.MirroredStrategy().scope():
+        pass                                   # a scope installs the Keras support once
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    accuracy = keras.metrics.SparseCategoricalAccuracy()
+    x, y = np.ones((5, 4), "float32"), np.ones(5, "int32")
+
+    @tps.function
+    def eval_step(images, labels):
+        predictions = model(images, training=False)
+        accuracy.update_state(labels, predictions)
+        return predictions
+
+    first = np.asarray(eval_step(x, y))
+    eval_step(x, y)
+    assert float(accuracy.count.numpy()) == 10.0          # updated every call, no leaked tracer
+    right_at_first = 5 * int(first[0].argmax() == 1)
+    model.layers[0].kernel.assign(np.zeros((4, 3), "float32"))
+    model.layers[0].bias.assign(np.array([0.0, 7.0, 0.0], "float32"))
+    np.testing.assert_array_equal(np.asarray(eval_step(x, y)), np.tile([0.0, 7.0, 0.0], (5, 1)))  # not stale
+    assert float(accuracy.count.numpy()) == 15.0
+    np.testing.assert_allclose(float(accuracy.result()), (2 * right_at_first + 5) / 15, rtol=1e-6)
+    assert len(model.layers[0].kernel.value.sharding.device_set) == 1

@@ -23,7 +23,6 @@ import tpustrategy as tps  # noqa: E402
 tps.initialize(initialization_timeout=30, heartbeat_timeout=10, shutdown_timeout=10, collective_timeout=60)
 
 import jax  # noqa: E402  (after initialize)
-import keras  # noqa: E402
 
 import tpustrategy.data as tpsd  # noqa: E402
 

@@ -54,12 +54,6 @@ def _ragged_batch(leaf: Any, strategy: Any) -> Any:
     return _gather_rows(stacked, rows, mesh)
 
 
-def _put_even(leaf: Any, strategy: Any) -> Any:
-    """Host pieces of one process's replicas -> ``[b, ...]`` split over ``"replica"``: one transfer, no program."""
-    split = NamedSharding(strategy.mesh, P(REPLICA_AXIS))
-    return jax.device_put(np.concatenate([np.asarray(c) for c in leaf.values]), split)
-
-
 def _on_host(leaf: Any) -> bool:
     return not leaf.has_stacked and all(isinstance(c, np.ndarray) for c in leaf.values)
 
@@ -93,7 +87,7 @@ _GATHERS: dict[Any, Any] = {}
 
 
 def _host_pieces() -> Any:
-    """One process: the pipeline keeps each step's pieces on the host and ``_put_even`` places the global batch
+    """One process: the pipeline keeps each step's pieces on the host and ``to_keras_batch`` places the global batch
     (one transfer instead of a transfer and a reshape program). Several processes: the pieces go to the devices,
     where every process learns every replica's size, so all take the same (even or ragged) path."""
     from tpustrategy._src.input.input_context import InputOptions
@@ -105,18 +99,25 @@ def to_keras_batch(element: Any, strategy: Any) -> Any:
     """One distributed step as a Keras batch: a tuple ``(x, y, sample_weight)`` of global arrays."""
     leaves, treedef = jax.tree_util.tree_flatten(element, is_leaf=lambda v: isinstance(v, DistributedValues))
     out = list(leaves)
-    even = []
+    even: list[int] = []
+    host: dict[int, tuple[np.ndarray, Any]] = {}   # placed together: one device_put for the step
     for i, leaf in enumerate(leaves):
         if not isinstance(leaf, DistributedValues):
             continue
+        on_host = _on_host(leaf)
         if not _is_even(leaf):
-            host = _on_host(leaf) and all(np.ndim(c) for c in leaf.values)
-            out[i] = jax.device_put(np.concatenate(leaf.values), NamedSharding(strategy.mesh, P())) if host \
-                else _ragged_batch(leaf, strategy)
-        elif _on_host(leaf):
-            out[i] = _put_even(leaf, strategy)
+            if on_host and all(np.ndim(c) for c in leaf.values):
+                host[i] = (np.concatenate(leaf.values), NamedSharding(strategy.mesh, P()))
+            else:
+                out[i] = _ragged_batch(leaf, strategy)
+        elif on_host:
+            host[i] = (np.concatenate(leaf.values), NamedSharding(strategy.mesh, P(REPLICA_AXIS)))
         else:
             even.append(i)
+    if host:
+        placed = jax.device_put([a for a, _ in host.values()], [sh for _, sh in host.values()])
+        for i, array in zip(host, placed):
+            out[i] = array
     if even:
         for i, merged in zip(even, _merge_even([leaves[i] for i in even], strategy)):
             out[i] = merged
