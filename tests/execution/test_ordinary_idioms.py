@@ -88,3 +88,28 @@ def test_per_replica_python_strings_pass_through_run_like_tensorflow():
     with pytest.warns(UserWarning, match="Python values"):
         out = strategy.run(lambda s: s.upper() + "!", (names,))
     assert strategy.experimental_local_results(out) == ("A!", "B!", "C!", "D!")
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_merge_fn_writes_variables_with_cross_replica_semantics(eager):
+    strategy = tps.MirroredStrategy(jax.devices()[:4])
+    with strategy.scope():
+        total = tps.Variable(0.0, aggregation="sum")
+        counts = tps.Variable(0.0, synchronization="ON_READ", aggregation="sum")
+
+    def merge_fn(s, x):
+        total.assign(s.reduce("SUM", x, axis=None))  # 1 + 2 + 3 + 4
+        counts.assign(8.0)  # a cross-replica SUM assign: 2.0 per replica
+        return 1
+
+    def fn():
+        x = jnp.float32(tps.get_replica_context().replica_id_in_sync_group + 1)
+        return tps.get_replica_context().merge_call(merge_fn, args=(x,))
+
+    tps.config.run_functions_eagerly(eager)
+    try:
+        assert strategy.run(fn) == 1
+    finally:
+        tps.config.run_functions_eagerly(False)
+    assert float(total.numpy()) == 10.0
+    assert [float(c) for c in counts.values] == [2.0] * 4 and float(counts.numpy()) == 8.0

@@ -160,7 +160,9 @@ def write(var: Any, method: str, value: Any, read_value: bool) -> None:
     ctx = _replica_context()
     _check_strategy(var)
     value = _plain_value(var, value, in_replica=ctx is not None)
-    if frame is not None and frame.level == "replica":
+    if frame is not None and frame.level == "replica" and ctx is None and _in_merge_fn():
+        frame.write(var, _merge_fn_update(var, method, value, frame))
+    elif frame is not None and frame.level == "replica":
         frame.write(var, _compiled_replica_update(var, method, value, frame, ctx))
     elif ctx is not None and hasattr(ctx, "_rendezvous"):
         _eager_replica_update(var, method, value, ctx)
@@ -185,6 +187,35 @@ def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx:
     if var._aggregation is VariableAggregation.NONE:
         frame.none_updates = getattr(frame, "none_updates", []) + [var]
     return new
+
+
+def _merge_fn_update(var: Any, method: str, value: Any, frame: Any) -> Any:
+    """A write in ``merge_fn`` of a compiled replica function: cross-replica semantics.
+
+    The trace stands for every replica at once, so a value equal on every replica (a
+    reduction, a ``Mirrored``, a constant) is applied as is, as a cross-replica write
+    outside the function would be; a sync-on-read variable can also take a ``PerReplica``
+    (each replica its own component), and SUM-aggregated ``assign`` splits the value.
+    """
+    current = frame.read(var, var._shape)
+    per_replica = isinstance(value, DistributedValues)
+    if per_replica:
+        if var._kind != SYNC_ON_READ or value.replica_tracer is None:
+            raise TypeError(
+                f"Expected value to be mirrored across replicas: {value!r} (assigning a PerReplica to "
+                f"mirrored variable {var.name!r} in merge_fn would make its copies diverge). Fix: "
+                "reduce it first with strategy.reduce(...) in merge_fn."
+            )
+        value = value.replica_tracer
+    v = jnp.asarray(value)
+    if var._kind == SYNC_ON_READ and var._aggregation is VariableAggregation.SUM and not per_replica:
+        if method != "assign":
+            raise ValueError(
+                f"SyncOnReadVariable does not support `{method}` in cross-replica context "
+                "when aggregation is set to `tf.VariableAggregation.SUM`."
+            )
+        v = (v / var._strategy.num_replicas_in_sync).astype(var.dtype)
+    return _combine(var, method, current, v)
 
 
 def _aggregate_compiled(var: Any, v: Any, ctx: Any) -> Any:
