@@ -82,3 +82,15 @@ def test_every_package_directory_is_in_a_layer():
     modules = {p.stem for p in SRC.glob("*.py") if p.stem != "__init__"}
     for package in sorted(packages | modules):
         _layer_of(package)
+
+
+def test_test_modules_have_unique_names_outside_packages():
+    """pytest imports test files of folders without ``__init__.py`` by basename: two equal
+    basenames stop the whole run at collection ("import file mismatch")."""
+    tests = pathlib.Path(__file__).resolve().parent
+    seen: dict[str, pathlib.Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue
+        other = seen.setdefault(path.name, path)
+        assert other == path, f"{other.relative_to(tests)} and {path.relative_to(tests)} share a basename"
