@@ -31,7 +31,7 @@ import numpy as np
 
 from tpustrategy._src import config
 from tpustrategy._src.context import stack as context
-from tpustrategy._src.execution import host_values, pulls, signature, trace
+from tpustrategy._src.execution import host_values, outputs, pulls, signature, trace
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.variables import frames
 
@@ -182,8 +182,8 @@ class Function:
             # Cross-replica results live replicated over the whole job (readable on every
             # process), per-replica ones split over the replicas, variables where they live.
             out_shardings = tuple(
-                [placement.split if k[0] == "per_replica" else placement.replicated
-                 for k in traced.out_kinds if k[0] != "static"]
+                [placement.split if k.kind is outputs.Kind.PER_REPLICA else placement.replicated
+                 for k in traced.out_kinds if not k.is_static]
                 + [placement.variable_sharding(v) for v in traced.written])
         jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
                          out_shardings=out_shardings)

@@ -23,6 +23,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution.outputs import Kind, OutKind
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import PER_REPLICA
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
@@ -98,7 +99,7 @@ class Program:
     variables: list[Any]
     written: list[Any]
     out_treedef: Any
-    out_kinds: list[Any]
+    out_kinds: list[OutKind]
     num_replicas: int
     name: str = "function"
     extra_split: list[bool] | None = None  # per input after the variables (pulled batches)
@@ -135,23 +136,23 @@ class Program:
         it = iter(outs)
         leaves = []
         n = self.num_replicas
-        for kind in self.out_kinds:
-            tag = kind[0]
-            if tag == "static":
-                leaves.append(kind[1])
-            elif tag == "static_per_replica":
-                leaves.append(PerReplica(list(kind[1])))
-            elif tag == "per_replica":
-                leaves.append(kind[1].from_stacked(next(it), kind[2]))
-            elif tag == "mirrored":
-                leaves.append(Mirrored.from_replicated(next(it), kind[1]))
-            elif tag == "varying":
+        for out in self.out_kinds:
+            kind = out.kind
+            if kind is Kind.STATIC:
+                leaves.append(out.value)
+            elif kind is Kind.STATIC_PER_REPLICA:
+                leaves.append(PerReplica(list(out.value)))
+            elif kind is Kind.PER_REPLICA:
+                leaves.append(out.cls.from_stacked(next(it), out.shapes))
+            elif kind is Kind.MIRRORED:
+                leaves.append(Mirrored.from_replicated(next(it), out.num_replicas))
+            elif kind is Kind.VARYING:
                 x = next(it)
-                leaves.append(x if n == 1 else PerReplica.from_stacked(x, kind[1] if len(kind) > 1 else None))
-            elif tag == "invariant":
+                leaves.append(x if n == 1 else PerReplica.from_stacked(x, out.shapes))
+            elif kind is Kind.INVARIANT:
                 x = next(it)
                 leaves.append(x if n == 1 else Mirrored.from_replicated(x, n))
-            else:
+            else:  # Kind.ARRAY
                 leaves.append(next(it))
         return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
 

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tpustrategy._src.execution import evaluate, invariance, jaxpr_tools, uniform
+from tpustrategy._src.execution import evaluate, invariance, jaxpr_tools, outputs, uniform
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.ragged_plan import (
@@ -241,20 +241,20 @@ def build(traces: list[Traced], class_of: list[int], inputs: Inputs, strategy: R
     out_kinds = []
     flags = iter(enumerate(out_var[:n_out]))
     for kind in kinds:
-        if kind[0] != "dynamic":
+        if kind.is_static:
             out_kinds.append(kind)
             continue
         j, is_varying = next(flags)
         if is_varying or n == 1:
             true = tuple(tuple(programs[c].outs[j].aval.shape) for c in class_of)
-            out_kinds.append(("varying", true if len(set(true)) > 1 else None))
+            out_kinds.append(outputs.varying(true if len(set(true)) > 1 else None))
         else:
-            out_kinds.append(("invariant",))
+            out_kinds.append(outputs.INVARIANT)
     return Program(jitted, Placement.of(strategy), dyn_split, traces[0].variables, traces[0].written,
                    traces[0].out_treedef, out_kinds, n, name, one_shot=any(t.one_shot for t in traces))
 
 
-def _output_kinds(traces: list[Traced], class_of: list[int]) -> list[Any]:
+def _output_kinds(traces: list[Traced], class_of: list[int]) -> list[outputs.OutKind]:
     """Per output leaf: static (the same everywhere), static per replica, or dynamic."""
     kinds = []
     for t in traces[1:]:
@@ -262,18 +262,19 @@ def _output_kinds(traces: list[Traced], class_of: list[int]) -> list[Any]:
             raise Unsupported("the replicas return different structures")
     for position, k0 in enumerate(traces[0].out_kinds):
         column = [t.out_kinds[position] for t in traces]
-        if k0[0] == "static":
-            if any(k[0] != "static" for k in column):
+        if k0.is_static:
+            if any(not k.is_static for k in column):
                 raise Unsupported("an output is a Python value on some replicas and an array on others")
-            values = [k[1] for k in column]
+            values = [k.value for k in column]
             if all(_same_static(v, values[0]) for v in values[1:]):
                 kinds.append(k0)
             else:
-                kinds.append(("static_per_replica", tuple(values[c] for c in class_of)))
+                kinds.append(outputs.OutKind(outputs.Kind.STATIC_PER_REPLICA,
+                                             value=tuple(values[c] for c in class_of)))
         else:
-            if any(k[0] == "static" for k in column):
+            if any(k.is_static for k in column):
                 raise Unsupported("an output is a Python value on some replicas and an array on others")
-            kinds.append(("dynamic",))
+            kinds.append(outputs.REPLICA)
     return kinds
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import jax
 
 from tpustrategy._src.context import stack as context
+from tpustrategy._src.execution import outputs
 from tpustrategy._src.execution import pulls as pulls_lib
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import MIRRORED, PER_REPLICA, Inputs, LeafSpec
@@ -46,7 +47,7 @@ class Traced:
 
     closed: Any  # ClosedJaxpr: (inputs, variables, pulled batches) -> (outputs, written variables)
     out_treedef: Any
-    out_kinds: list[Any]  # per output leaf: ("static", obj) or a dynamic kind (see the views)
+    out_kinds: list[outputs.OutKind]  # per output leaf (see the views' ``output``)
     variables: list[Any]
     written: list[Any]
     strategies: list[Any]  # strategies met while tracing (placement of the program)
@@ -57,7 +58,7 @@ class Traced:
 
     @property
     def num_dynamic_outputs(self) -> int:
-        return sum(1 for k in self.out_kinds if k[0] != "static")
+        return sum(1 for k in self.out_kinds if not k.is_static)
 
 
 @dataclass
@@ -113,9 +114,9 @@ class ReplicaView:
 
     def output(self, leaf: Any) -> tuple[Any, Any] | None:
         if isinstance(leaf, jax.core.Tracer):
-            return ("replica",), leaf
+            return outputs.REPLICA, leaf
         if isinstance(leaf, DistributedValues) and leaf.replica_tracer is not None:
-            return ("replica",), leaf.replica_tracer
+            return outputs.REPLICA, leaf.replica_tracer
         return None
 
 
@@ -140,13 +141,13 @@ class CrossView:
 
     def output(self, leaf: Any) -> tuple[Any, Any] | None:
         if isinstance(leaf, Mirrored) and leaf.is_traced:
-            return ("mirrored", leaf.num_replicas), leaf.replicated_array
+            return outputs.OutKind(outputs.Kind.MIRRORED, num_replicas=leaf.num_replicas), leaf.replicated_array
         if isinstance(leaf, DistributedValues) and leaf.is_traced:
             stacked = leaf.stacked_array()
             shapes = leaf.shapes if leaf.is_ragged else None
-            return ("per_replica", type(leaf), shapes), stacked
+            return outputs.OutKind(outputs.Kind.PER_REPLICA, cls=type(leaf), shapes=shapes), stacked
         if isinstance(leaf, jax.core.Tracer):
-            return ("array",), leaf
+            return outputs.ARRAY, leaf
         return None
 
 
@@ -183,7 +184,7 @@ def _trace_once(fn: Any, inputs: Inputs, view: Any, state: TraceState, variables
         for leaf in out_leaves:
             found = view.output(leaf)
             if found is None:
-                kinds.append(("static", leaf))
+                kinds.append(outputs.static(leaf))
             else:
                 kinds.append(found[0])
                 dynamic.append(found[1])

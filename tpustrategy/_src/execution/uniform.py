@@ -15,7 +15,7 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.execution import evaluate, invariance
+from tpustrategy._src.execution import evaluate, invariance, outputs
 from tpustrategy._src.execution.program import Placement, Program, split_flags
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import Inputs
@@ -55,7 +55,7 @@ def check_written(traced: Traced, written_varying: list[bool], num_replicas: int
 
 def output_kinds(traced: Traced, varying: list[bool]) -> list[Any]:
     flags = iter(varying)
-    return [k if k[0] == "static" else (("varying",) if next(flags) else ("invariant",))
+    return [k if k.is_static else (outputs.varying() if next(flags) else outputs.INVARIANT)
             for k in traced.out_kinds]
 
 
