@@ -199,6 +199,31 @@ def _place(value: Any, sharding: Any) -> Any:
 
 
 _RESHARDS: dict[Any, Any] = {}
+_PROGRAMS: dict[Any, Any] = {}
+
+
+def _program(state: KerasVariableState, kind: str) -> Any:
+    """One compiled program (per strategy, rule and dtype) for a sync-on-read variable's cross-replica
+    read (``"aggregate"``: the replicas' copies aggregated, replicated) or assign (``"spread"``: the
+    copies whose aggregate is the value) — one dispatch each, also across processes."""
+    mesh, n, agg = state._strategy.mesh, state._strategy.num_replicas_in_sync, state._aggregation
+    key = (kind, id(mesh), n, agg, state._dtype)
+    fn = _PROGRAMS.get(key)
+    if fn is not None:
+        return fn
+    if kind == "aggregate":
+        fn = jax.jit(lambda raw: updates.aggregate_read(state, raw), out_shardings=NamedSharding(mesh, P()))
+    else:
+        def spread(value: Any) -> Any:
+            if agg is not VariableAggregation.SUM:
+                return jnp.broadcast_to(value, (n, *value.shape))
+            if jnp.issubdtype(value.dtype, jnp.inexact):
+                return jnp.broadcast_to((value / n).astype(value.dtype), (n, *value.shape))   # TF's share
+            return jnp.concatenate([value[None], jnp.zeros((n - 1, *value.shape), value.dtype)])
+
+        fn = jax.jit(spread, out_shardings=NamedSharding(mesh, P(REPLICA_AXIS)))
+    _PROGRAMS[key] = fn
+    return fn
 
 
 def _reshard(sharding: Any) -> Any:
@@ -230,8 +255,13 @@ class _StrategyKerasVariable:
         if raw is None:
             return super().value
         if state._kind == SYNC_ON_READ:  # the aggregate, replicated like the other variables
-            total = updates.aggregate_read(state, raw)
-            return self._maybe_autocast(_place(total, NamedSharding(state._strategy.mesh, P())))
+            cached = self.__dict__.get("_tps_aggregate")
+            if cached is not None and cached[0] is raw and not cached[1].is_deleted():   # Keras donates its state
+                return self._maybe_autocast(cached[1])
+            total = _program(state, "aggregate")(raw)
+            if not isinstance(total, jax.core.Tracer):   # inside another trace (Keras's symbolic build): no cache
+                self.__dict__["_tps_aggregate"] = (raw, total)
+            return self._maybe_autocast(total)
         return self._maybe_autocast(raw)
 
     def _update(self, method: str, value: Any) -> Any:
@@ -259,18 +289,12 @@ class _StrategyKerasVariable:
         state = self.__dict__.get("_tps_state")
         if state is None or isinstance(value, jax.core.Tracer):
             return super()._direct_assign(value)
-        value = jnp.asarray(value, dtype=self._dtype)
         if state._kind == SYNC_ON_READ:
             # tf.keras's cross-replica assign of a sync-on-read variable: reading it back gives `value`.
-            n = state._strategy.num_replicas_in_sync
-            share = value
-            if state._aggregation is VariableAggregation.SUM:
-                share = (value / n).astype(value.dtype) if jnp.issubdtype(value.dtype, jnp.inexact) else value
-                stacked = jnp.concatenate([share[None], jnp.zeros((n - 1, *share.shape), share.dtype)]) \
-                    if not jnp.issubdtype(value.dtype, jnp.inexact) else jnp.broadcast_to(share, (n, *share.shape))
-            else:
-                stacked = jnp.broadcast_to(share, (n, *share.shape))
-            self.__dict__["_value"] = _place(stacked, sharding_of(state))
+            if not isinstance(value, jax.Array):
+                value = np.asarray(value, dtype=self._dtype)
+            self.__dict__["_value"] = _program(state, "spread")(value.astype(self._dtype))
             return None
+        value = jnp.asarray(value, dtype=self._dtype)
         self.__dict__["_value"] = _place(value, sharding_of(state))
         return None
