@@ -24,20 +24,3 @@ _PACK_U64 = struct.Struct("<Q").pack
 def mask(crc: int) -> int:
     """Returns the TFRecord masking of a raw CRC32C value."""
     return ((((crc >> 15) | (crc << 17)) & _U32) + MASK_DELTA) & _U32
-
-
-def unmask(masked: int) -> int:
-    """Inverts :func:`mask`."""
-    rot = (masked - MASK_DELTA) & _U32
-    return ((rot >> 17) | (rot << 15)) & _U32
-
-
-def masked_crc32c(data: bytes) -> int:
-    """Returns ``mask(crc32c(data))`` for ``bytes`` data."""
-    return mask(crc32c(data))
-
-
-def length_header(length: int) -> bytes:
-    """Returns the 12-byte TFRecord header for a record of ``length`` bytes."""
-    encoded = _PACK_U64(length)
-    return encoded + struct.pack("<I", mask(crc32c(encoded)))

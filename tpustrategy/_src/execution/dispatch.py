@@ -66,12 +66,3 @@ def track_array(token: Any) -> None:
             oldest.append(_pending.popleft())
     for arr in oldest:
         wait(arr)
-
-
-def drain() -> None:
-    """Waits for every tracked program."""
-    with _lock:
-        pending = list(_pending)
-        _pending.clear()
-    for arr in pending:
-        wait(arr)

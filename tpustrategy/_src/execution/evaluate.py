@@ -69,11 +69,6 @@ def constrain(x: Any, spec: Any) -> Any:
     return jax.lax.with_sharding_constraint(x, NamedSharding(jax.sharding.get_abstract_mesh(), spec))
 
 
-def needs_mesh(jaxpr: Any) -> bool:
-    """Whether the jaxpr holds core-sharding annotations (evaluate it with ``eval_jaxpr`` here)."""
-    return jaxpr_tools.any_eqn(jaxpr, lambda eqn: eqn.primitive.name == _CONSTRAINT)
-
-
 def bind(eqn: Any, values: list[Any], mesh: Any = None) -> list[Any]:
     """One equation, with core-sharding annotations re-applied on ``mesh``."""
     if eqn.primitive.name == _CONSTRAINT:

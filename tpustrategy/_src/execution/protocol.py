@@ -6,7 +6,7 @@ and calls programs over a strategy's mesh and never imports the user-facing clas
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import jax
 
@@ -34,7 +34,3 @@ class ReplicaStrategy(Protocol):
     @property
     def _is_default(self) -> bool:
         """The default strategy (no scope entered): one replica, nothing distributed."""
-
-
-def is_default(strategy: Any) -> bool:
-    return bool(getattr(strategy, "_is_default", False))

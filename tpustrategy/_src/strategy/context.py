@@ -40,11 +40,3 @@ def get_replica_context() -> Any:
 
         return default_strategy()._default_replica_context
     return entry.replica_context
-
-
-def get_cross_replica_context() -> Any:
-    """The current strategy in cross-replica context (default strategy outside scopes), else None."""
-    entry = current_entry()
-    if entry is None:
-        return get_strategy()
-    return entry.strategy if entry.replica_context is None else None

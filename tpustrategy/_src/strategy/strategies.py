@@ -110,7 +110,8 @@ class MultiWorkerMirroredStrategy(Strategy):
 
     Args:
       cluster_resolver: a ``tps.cluster_resolver`` resolver (default: ``TF_CONFIG``).
-      communication_options: accepted for TensorFlow compatibility.
+      communication_options: a ``tps.experimental.CommunicationOptions`` (validated; XLA
+        chooses the collective implementation, so results are the same).
 
     Raises:
       RuntimeError: the cluster has several processes but JAX already started in
@@ -119,7 +120,10 @@ class MultiWorkerMirroredStrategy(Strategy):
 
     def __init__(self, cluster_resolver: Any = None, communication_options: Any = None):
         from tpustrategy._src.cluster.initialize import join_for_strategy
+        from tpustrategy._src.strategy.communication import check_communication_options
 
+        self._communication_options = check_communication_options(
+            communication_options, "MultiWorkerMirroredStrategy")
         join_for_strategy(cluster_resolver, api="MultiWorkerMirroredStrategy")
         devices = jax.devices()
         process = jax.process_index()

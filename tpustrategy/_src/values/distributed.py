@@ -323,10 +323,6 @@ def _pad(x: Any, target: Shape, xp: Any) -> Any:
     return xp.pad(x, [(0, t - d) for t, d in zip(target, x.shape)])
 
 
-def is_distributed(x: Any) -> bool:
-    return isinstance(x, DistributedValues)
-
-
 # Pytree registration: the children are the arrays of the current representation.
 def _flatten(v: DistributedValues) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     if v._stacked is not None:
