@@ -146,3 +146,12 @@ def test_fit_evaluate_predict_on_arrays_with_a_partial_last_batch_equal_single_d
     _assert_history(got, history)
     np.testing.assert_allclose(model.evaluate(X, Y, batch_size=16, verbose=0), evaluated, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model.predict(X, batch_size=16, verbose=0), predicted, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unbatched_tpsd_dataset_names_the_fix():
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        model = build()
+        compile_(model)
+    with pytest.raises(ValueError, match=r"unbatched elements.*\n.*\.batch\(global_batch_size\)"):
+        model.fit(tpsd.Dataset.from_tensor_slices((X[:, 0], Y)), verbose=0)

@@ -1,16 +1,17 @@
 """``fit`` / ``evaluate`` / ``predict`` over ``tpsd`` datasets and distributed datasets.
 
-A ``tpsd.Dataset`` of global batches is distributed with the strategy's own
-``experimental_distribute_dataset`` (auto-sharded across processes, produced
-ahead on a background thread); a distributed dataset is used as it is. Each
-step's per-replica pieces become one global batch for Keras's trainer:
+In one process a ``tpsd.Dataset``'s global batches go to the devices as they
+are, one ``device_put`` per step, as Keras does with arrays (``_global_batches``:
+split over ``"replica"``, or whole on every device for a partial batch the
+replicas do not divide). With several processes it is distributed with the
+strategy's own ``experimental_distribute_dataset`` (auto-sharded across
+processes); a distributed dataset is used as it is. Then each step's
+per-replica pieces become one global batch for Keras's trainer:
 
 - equal pieces (every full batch): ``[b, ...]`` split over ``"replica"``, each
-  device holding its replica's piece. In one process the pipeline keeps the
-  pieces on the host and they go to the devices in one transfer; pieces
-  already on the devices (a distributed dataset, several processes) are
-  reshaped from ``[R, b/R, ...]`` by one program for all of the step's leaves
-  (no data cross devices);
+  device holding its replica's piece: host pieces in one transfer, pieces
+  already on the devices reshaped from ``[R, b/R, ...]`` by one program for all
+  of the step's leaves (no data cross devices);
 - unequal pieces (a partial last batch): the true rows of every replica are
   gathered into one replicated ``[n, ...]`` batch, so Keras computes on exactly
   the examples single-device Keras would (losses, metrics and the loss
@@ -86,13 +87,24 @@ def _gather_rows(stacked: Any, rows: np.ndarray, mesh: Any) -> Any:
 _GATHERS: dict[Any, Any] = {}
 
 
-def _host_pieces() -> Any:
-    """One process: the pipeline keeps each step's pieces on the host and ``to_keras_batch`` places the global batch
-    (one transfer instead of a transfer and a reshape program). Several processes: the pieces go to the devices,
-    where every process learns every replica's size, so all take the same (even or ragged) path."""
-    from tpustrategy._src.input.input_context import InputOptions
+def _global_batches(dataset: Any, strategy: Any) -> Any:
+    """A ``tpsd.Dataset``'s global batches placed for Keras in one process: one ``device_put`` per step.
 
-    return InputOptions(experimental_fetch_to_device=False) if jax.process_count() == 1 else None
+    A batch the replicas divide is split over ``"replica"``; a partial last batch they do not divide
+    goes whole to every device, so Keras computes on exactly single-device Keras's examples.
+    """
+    mesh, n = strategy.mesh, strategy.num_replicas_in_sync
+    split, whole = NamedSharding(mesh, P(REPLICA_AXIS)), NamedSharding(mesh, P())
+    for batch in dataset.as_numpy_iterator():
+        leaves, treedef = jax.tree_util.tree_flatten(batch)
+        if not leaves or any(np.ndim(a) == 0 for a in leaves):
+            raise ValueError(
+                "Model.fit/evaluate/predict: the tpsd dataset yields unbatched elements (a leaf without a batch "
+                f"dimension; element shapes {[np.shape(a) for a in leaves]}).\nFix: call "
+                ".batch(global_batch_size) on the dataset.")
+        placed = jax.device_put(leaves, [split if np.shape(a)[0] % n == 0 else whole for a in leaves])
+        out = jax.tree_util.tree_unflatten(treedef, placed)
+        yield tuple(out) if isinstance(out, list) else out
 
 
 def to_keras_batch(element: Any, strategy: Any) -> Any:
@@ -144,8 +156,11 @@ def adapter_class() -> type:
         def __init__(self, x: Any, strategy: Any, steps: int | None = None):
             self._strategy = strategy
             self._given = x
-            if strategy is not None and not is_distributed_dataset(x):
-                x = strategy.experimental_distribute_dataset(x, _host_pieces())
+            # One process: the global batches go straight to the devices (no split into per-replica
+            # pieces and back); several: the strategy's distribution auto-shards them across processes.
+            self._direct = strategy is not None and not is_distributed_dataset(x) and jax.process_count() == 1
+            if strategy is not None and not is_distributed_dataset(x) and not self._direct:
+                x = strategy.experimental_distribute_dataset(x)
             self._source = x
             n = x.cardinality() if hasattr(x, "cardinality") else -2
             n = int(n)
@@ -155,6 +170,9 @@ def adapter_class() -> type:
             if self._strategy is None:
                 for batch in self._source.as_numpy_iterator():
                     yield tuple(batch) if isinstance(batch, list) else batch
+                return
+            if self._direct:
+                yield from _global_batches(self._given, self._strategy)
                 return
             for element in self._source:
                 yield to_keras_batch(element, self._strategy)

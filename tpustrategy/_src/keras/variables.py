@@ -295,6 +295,7 @@ class _StrategyKerasVariable:
                 value = np.asarray(value, dtype=self._dtype)
             self.__dict__["_value"] = _program(state, "spread")(value.astype(self._dtype))
             return None
-        value = jnp.asarray(value, dtype=self._dtype)
+        if not (isinstance(value, jax.Array) and value.dtype == self._dtype):
+            value = jnp.asarray(value, dtype=self._dtype)
         self.__dict__["_value"] = _place(value, sharding_of(state))
         return None
