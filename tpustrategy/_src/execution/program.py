@@ -104,6 +104,8 @@ class Program:
     name: str = "function"
     extra_split: list[bool] | None = None  # per input after the variables (pulled batches)
     one_shot: bool = False  # initialises variables created while tracing: never reused
+    # Dynamic results (by index) that also come back as per-device copies (``uniform.local_copies``).
+    local_copies: list[int] | None = None
 
     def __call__(self, arrays: list[Any], extra: list[Any] = ()) -> Any:
         placement = self.placement
@@ -124,16 +126,22 @@ class Program:
             )
         if outs:
             dispatch.track_array(outs[0])
+        copies = {}
+        if self.local_copies:
+            k = len(self.local_copies)
+            copies = dict(zip(self.local_copies, outs[len(outs) - k:]))
+            outs = outs[: len(outs) - k]
         n_written = len(self.written)
         if n_written:
             for var, new in zip(self.written, outs[len(outs) - n_written:]):
                 frames.set_global_value(var, new)
                 var._pending_init = False
             outs = outs[: len(outs) - n_written]
-        return self.rebuild(outs)
+        return self.rebuild(outs, copies)
 
-    def rebuild(self, outs: Any) -> Any:
-        it = iter(outs)
+    def rebuild(self, outs: Any, copies: dict[int, Any] | None = None) -> Any:
+        it = iter(enumerate(outs))
+        copies = copies or {}
         leaves = []
         n = self.num_replicas
         for out in self.out_kinds:
@@ -143,17 +151,23 @@ class Program:
             elif kind is Kind.STATIC_PER_REPLICA:
                 leaves.append(PerReplica(list(out.value)))
             elif kind is Kind.PER_REPLICA:
-                leaves.append(out.cls.from_stacked(next(it), out.shapes))
+                leaves.append(out.cls.from_stacked(next(it)[1], out.shapes))
             elif kind is Kind.MIRRORED:
-                leaves.append(Mirrored.from_replicated(next(it), out.num_replicas))
+                leaves.append(Mirrored.from_replicated(next(it)[1], out.num_replicas))
             elif kind is Kind.VARYING:
-                x = next(it)
-                leaves.append(x if n == 1 else PerReplica.from_stacked(x, out.shapes))
+                j, x = next(it)
+                if n == 1:
+                    leaves.append(x)
+                else:
+                    value = PerReplica.from_stacked(x, out.shapes)
+                    if j in copies and not _is_tracer(copies[j]):
+                        value.set_local_copy(copies[j])
+                    leaves.append(value)
             elif kind is Kind.INVARIANT:
-                x = next(it)
+                x = next(it)[1]
                 leaves.append(x if n == 1 else Mirrored.from_replicated(x, n))
             else:  # Kind.ARRAY
-                leaves.append(next(it))
+                leaves.append(next(it)[1])
         return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
 
 

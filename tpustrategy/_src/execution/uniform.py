@@ -59,13 +59,29 @@ def output_kinds(traced: Traced, varying: list[bool]) -> list[Any]:
             for k in traced.out_kinds]
 
 
+# A varying result this small per replica also leaves as a per-device copy (see ``local_copies``).
+LOCAL_COPY_BYTES = 16 * 1024
+
+
+def local_copies(strategy: ReplicaStrategy, outs: list[Any], varying: list[bool]) -> list[int]:
+    """Which varying results also leave as a per-device copy: each device's buffer is its own
+    replica's value (``out_specs=P()``, unchecked), so ``experimental_local_results`` of the
+    result — a loop logging its loss every step — costs no dispatch. One process, one core
+    per replica, small values only."""
+    if mesh_axis.has_cores(strategy.mesh) or jax.process_count() > 1:
+        return []
+    return [j for j, (aval, v) in enumerate(zip(outs, varying))
+            if v and aval.size * aval.dtype.itemsize <= LOCAL_COPY_BYTES]
+
+
 def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], out_split: list[bool],
-                  written: list[Any]) -> Any:
+                  written: list[Any], copies: list[int] = ()) -> Any:
     """``jit(shard_map(...))`` of a per-replica ``body(local_inputs) -> outputs`` over the replica axis.
 
     Inputs split over the replicas enter as this replica's slice; outputs marked
     split leave stacked ``[R, ...]``, the rest replicated. The last ``len(written)``
-    outputs are written variables, kept in their layout over a replica's cores.
+    outputs are written variables, kept in their layout over a replica's cores. Then,
+    for each index in ``copies``, that output again as a per-device copy.
     """
     n_written = len(written)
 
@@ -74,12 +90,12 @@ def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], ou
         outs = list(body(local))
         if n_written:
             outs = outs[: len(outs) - n_written] + keep_layout(written, outs[len(outs) - n_written:], strategy.mesh)
-        return tuple(o[None] if split else o for o, split in zip(outs, out_split))
+        return tuple(o[None] if split else o for o, split in zip(outs, out_split)) + tuple(outs[j] for j in copies)
 
     mapped = jax.shard_map(
         program, mesh=strategy.mesh,
         in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
-        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split),
+        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split) + (P(),) * len(copies),
         check_vma=False, **manual_axes(strategy),
     )
     return jax.jit(mapped)
@@ -102,7 +118,8 @@ def build(traced: Traced, inputs: Inputs, strategy: ReplicaStrategy, name: str) 
     def body(local: list[Any]) -> list[Any]:
         return evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh)
 
-    jitted = over_replicas(body, strategy, in_split, out_split, traced.written)
+    copies = local_copies(strategy, [v.aval for v in closed.jaxpr.outvars[:n_out]], results_varying)
+    jitted = over_replicas(body, strategy, in_split, out_split, traced.written, copies)
     return Program(jitted, Placement.of(strategy), dyn_split, traced.variables, traced.written,
                    traced.out_treedef, output_kinds(traced, results_varying), n, name,
-                   one_shot=traced.one_shot)
+                   one_shot=traced.one_shot, local_copies=copies)

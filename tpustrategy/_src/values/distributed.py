@@ -43,7 +43,7 @@ class DistributedValues:
     """Base class of values with one component per replica."""
 
     __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
-                 "_home", "__weakref__")
+                 "_home", "_local_copy", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -58,6 +58,7 @@ class DistributedValues:
         self._replicated = None
         self._num_replicas = len(values) if values is not None else None
         self._home = None  # the replica-axis sharding of the strategy that made it
+        self._local_copy = None
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
@@ -70,6 +71,7 @@ class DistributedValues:
         obj._replicated = None
         obj._num_replicas = num_replicas
         obj._home = None
+        obj._local_copy = None
         return obj
 
     @classmethod
@@ -139,6 +141,11 @@ class DistributedValues:
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         self._num_replicas = len(shapes)
         self._shapes = shapes
+
+    def set_local_copy(self, per_device: Any) -> None:
+        """A program's per-device copy of a stacked value: each device's buffer is its own
+        replica's component, so ``values`` are its shards (no dispatch)."""
+        self._local_copy = per_device
 
     def set_home(self, split_sharding: Any) -> None:
         """Records the replica-axis sharding of the strategy that built the value (host-built values)."""
@@ -218,6 +225,8 @@ class DistributedValues:
             if self._tracer is not None:
                 gathered = jax.lax.all_gather(self._tracer, REPLICA_AXIS)
                 self._values = tuple(gathered[i] for i in range(self._num_replicas))
+            elif self._local_copy is not None:
+                self._values = views.replicated_components(self._local_copy, self._num_replicas)
             else:
                 self._values = views.stacked_components(self._stacked, self._shapes)
         return self._values
