@@ -16,39 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-from jax.extend import core as jcore
 from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import jaxpr_tools
 
 _CONSTRAINT = jaxpr_tools.CORE_SHARDING
 
-core_sharding_p = jcore.Primitive(_CONSTRAINT)
-core_sharding_p.def_impl(lambda x, *, spec: x)
-core_sharding_p.def_abstract_eval(lambda x, *, spec: x)
-
-
-def _register_rules() -> None:
-    from jax.interpreters import ad, batching, mlir
-
-    ad.primitive_jvps[core_sharding_p] = lambda primals, tangents, *, spec: (
-        core_sharding_p.bind(primals[0], spec=spec), _tangent(tangents[0], spec))
-    ad.primitive_transposes[core_sharding_p] = lambda ct, x, *, spec: [
-        None if type(ct) is ad.Zero else core_sharding_p.bind(ct, spec=spec)]
-    batching.primitive_batchers[core_sharding_p] = lambda args, dims, *, spec: (
-        core_sharding_p.bind(args[0], spec=_batched_spec(spec, dims[0])), dims[0])
-    mlir.register_lowering(core_sharding_p, lambda ctx, x, *, spec: [x])  # outside our evaluator: identity
-
-
-def _tangent(t: Any, spec: Any) -> Any:
-    from jax.interpreters import ad
-
-    return t if type(t) is ad.Zero else core_sharding_p.bind(t, spec=spec)
 
 
 def _batched_spec(spec: Any, dim: Any) -> Any:
-    from jax.sharding import PartitionSpec as P
-
     if dim is None:
         return spec
     parts = list(spec)
@@ -56,7 +33,7 @@ def _batched_spec(spec: Any, dim: Any) -> Any:
     return P(*parts)
 
 
-_register_rules()
+core_sharding_p = jaxpr_tools.identity_primitive(_CONSTRAINT, "spec", _batched_spec)
 
 
 def annotate(x: Any, spec: Any) -> Any:

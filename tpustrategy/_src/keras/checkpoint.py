@@ -19,11 +19,11 @@ from tpustrategy._src.keras import variables as variables_lib
 
 
 def _keras_types() -> tuple[type, ...]:
-    from keras.src.layers.layer import Layer
-    from keras.src.metrics.metric import Metric
-    from keras.src.optimizers.base_optimizer import BaseOptimizer
+    import keras
 
-    return Layer, BaseOptimizer, Metric
+    from tpustrategy._src.keras import internals
+
+    return keras.layers.Layer, internals.base_optimizer(), keras.metrics.Metric
 
 
 def state_tree(obj: Any) -> dict[str, Any] | None:

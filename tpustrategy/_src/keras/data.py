@@ -138,9 +138,9 @@ def to_keras_batch(element: Any, strategy: Any) -> Any:
 
 
 def _adapter_base() -> type:
-    from keras.src.trainers.data_adapters.data_adapter import DataAdapter
+    from tpustrategy._src.keras import internals
 
-    return DataAdapter
+    return internals.data_adapter()
 
 
 _CLASS: list[type] = []

@@ -25,16 +25,16 @@ _BY_STRATEGY: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def _current_caller() -> Any:
-    from keras.src.backend.common import global_state
+    from tpustrategy._src.keras import internals
 
-    stack = global_state.get_global_attribute("name_scope_stack") or []
+    stack = internals.global_attribute("name_scope_stack") or []
     return stack[-1].caller if stack else None
 
 
 def _base() -> type:
-    from keras.src.distribution.distribution_lib import Distribution
+    from tpustrategy._src.keras import internals
 
-    return Distribution
+    return internals.distribution_base()
 
 
 def for_strategy(strategy: Any) -> Any:
@@ -52,7 +52,7 @@ _CLASS: list[type] = []
 def _make_class() -> type:
     if _CLASS:
         return _CLASS[0]
-    from keras.src.distribution.distribution_lib import DeviceMesh, TensorLayout
+    from keras.distribution import DeviceMesh, TensorLayout
 
     class StrategyDistribution(_base()):
         """Keras's view of a tps strategy: data split over ``"replica"``, variables adopted."""
@@ -107,9 +107,9 @@ def _make_class() -> type:
 
 def current() -> Any:
     """Keras's current distribution (None when none is set)."""
-    from keras.src.distribution import distribution_lib
+    import keras
 
-    return distribution_lib.distribution()
+    return keras.distribution.distribution()
 
 
 def strategy_of_distribution(dist: Any) -> Any:

@@ -16,8 +16,8 @@ that belong to a strategy (their variables were adopted under its scope):
 - ``data_adapters.get_data_adapter`` and ``JAXEpochIterator._get_iterator``:
   accept ``tpsd.Dataset``s and distributed datasets (``data``).
 
-``check_seams`` names every Keras attribute relied on; a test calls it so a
-Keras release that moves one fails loudly instead of silently doing nothing.
+Every private Keras name is reached through ``internals``, whose ``check_seams`` names each
+one; a test calls it so a Keras release that moves one fails loudly.
 """
 
 from __future__ import annotations
@@ -26,42 +26,14 @@ import contextlib
 import functools
 from typing import Any
 
+from tpustrategy._src.keras import internals
 from tpustrategy._src.keras import variables as variables_lib
 
 _INSTALLED: list[bool] = []
 
-SEAMS = (
-    ("keras.src.optimizers.base_optimizer", "BaseOptimizer", "apply"),
-    ("keras.src.backend.jax.core", "JaxVariable", "_initialize_layout"),
-    ("keras.src.trainers.trainer", "Trainer", "compile"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "fit"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "evaluate"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "predict"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "make_train_function"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "_make_function"),
-    ("keras.src.backend.jax.trainer", "JAXTrainer", "_get_state_sharding_spec"),
-    ("keras.src.backend.jax.trainer", "JAXEpochIterator", "_get_iterator"),
-    ("keras.src.trainers.data_adapters", None, "get_data_adapter"),
-    ("keras.src.trainers.epoch_iterator", None, "data_adapters"),
-    ("keras.src.backend.common.stateless_scope", None, "in_stateless_scope"),
-    ("keras.src.backend.common.global_state", None, "get_global_attribute"),
-    ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
-)
-
-
 def check_seams() -> None:
-    """Raises ImportError naming the first Keras attribute that moved."""
-    import importlib
-
-    for module_name, cls, attr in SEAMS:
-        module = importlib.import_module(module_name)
-        owner = getattr(module, cls) if cls else module
-        if not hasattr(owner, attr):
-            where = f"{module_name}.{cls + '.' if cls else ''}{attr}"
-            raise ImportError(
-                f"tpustrategy's Keras support relies on {where}, which this Keras "
-                "does not have.\nFix: install the tested Keras range (pip install 'tpustrategy[keras]')."
-            )
+    """Raises ImportError naming the first Keras attribute that moved (``internals.check_seams``)."""
+    internals.check_seams()
 
 
 def strategy_of(variables: Any, include_default: bool = False) -> Any:
@@ -100,8 +72,7 @@ def install() -> None:
 
 
 def _patch_optimizer() -> None:
-    from keras.src.optimizers.base_optimizer import BaseOptimizer
-
+    BaseOptimizer = internals.base_optimizer()  # noqa: N806 - a class
     original = BaseOptimizer.apply
 
     @functools.wraps(original)
@@ -128,9 +99,9 @@ def _patch_optimizer() -> None:
 
 def _patch_variable_layout() -> None:
     """A variable created with a layout of its own (an optimizer slot copies its weight's) is adopted too."""
-    from keras.src.backend.jax.core import JaxVariable
-
     from tpustrategy._src.keras import distribution
+
+    JaxVariable = internals.jax_variable()  # noqa: N806 - a class
 
     original = JaxVariable._initialize_layout
 
@@ -157,12 +128,12 @@ def _patch_variable_layout() -> None:
 def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
     """Builds a Keras optimizer's state under ``strategy`` with concrete values (also mid-trace)."""
     import jax
-    from keras.src import backend
+    import keras
 
     from tpustrategy._src.keras import distribution
 
     dist = distribution.for_strategy(strategy)
     scope = dist.scope() if distribution.current() is not dist else contextlib.nullcontext()
-    with scope, jax.ensure_compile_time_eval(), backend.name_scope(optimizer.name, caller=optimizer):
+    with scope, jax.ensure_compile_time_eval(), keras.name_scope(optimizer.name, caller=optimizer):
         optimizer.build(variables)
     optimizer.built = True

@@ -80,8 +80,9 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
     Keras computes the layouts once from the first batch; a partial last batch then raises
     ``IndivisibleError``. Here a batch the replicas do not divide is replicated instead.
     """
-    from keras.src import tree
-    from keras.src.backend.jax import distribution_lib as jax_distribution_lib
+    import keras
+
+    from tpustrategy._src.keras import internals
 
     layouts: dict[tuple[Any, ...], Any] = {}
 
@@ -92,20 +93,21 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
         layout = layouts.get(shape)
         if layout is None:
             layout = layouts[shape] = dist.get_data_layout(shape).backend_layout
-        return jax_distribution_lib.distribute_data_input(d, layout, dist.batch_dim_name)
+        return internals.distribute_data_input(d, layout, dist.batch_dim_name)
 
     for data in adapter.get_jax_iterator():
-        yield tree.map_structure(place, data)
+        yield keras.tree.map_structure(place, data)
 
 
 def install() -> None:
-    from keras.src.backend.jax import trainer as jax_trainer
-    from keras.src.trainers import data_adapters, epoch_iterator
-    from keras.src.trainers import trainer as base_trainer
+    from tpustrategy._src.keras import internals
+
+    jax_trainer, data_adapters = internals.jax_trainer(), internals.data_adapters()
+    epoch_iterator, Trainer = internals.epoch_iterator(), internals.base_trainer()  # noqa: N806
 
     from tpustrategy._src.keras import steps
 
-    original_compile = base_trainer.Trainer.compile
+    original_compile = Trainer.compile
 
     @functools.wraps(original_compile)
     def compile(self: Any, optimizer: Any = "rmsprop", *args: Any, **kwargs: Any) -> Any:
@@ -113,7 +115,7 @@ def install() -> None:
         with _under(self):
             return original_compile(self, optimizer, *args, **kwargs)
 
-    base_trainer.Trainer.compile = compile
+    Trainer.compile = compile
 
     for name in ("fit", "evaluate", "predict"):
         original = getattr(jax_trainer.JAXTrainer, name)

@@ -32,6 +32,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.keras import internals
 from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
 from tpustrategy._src.variables import frames, updates
 from tpustrategy._src.variables.enums import (
@@ -94,7 +95,7 @@ class KerasVariableState(Variable):
         # slots Keras copies from this variable later are split over the cores too.
         self.__dict__["_core_spec_value"] = spec
         if self._strategy is not None and spec is not None:
-            from keras.src.distribution.distribution_lib import TensorLayout
+            from keras.distribution import TensorLayout
 
             from tpustrategy._src.keras import distribution
 
@@ -141,9 +142,9 @@ def rule(kvar: Any, caller: Any) -> tuple[str, VariableAggregation]:
 
 
 def _is_layer(caller: Any) -> bool:
-    from keras.src.layers.layer import Layer
+    import keras
 
-    return isinstance(caller, Layer)
+    return isinstance(caller, keras.layers.Layer)
 
 
 _SUBCLASSES: dict[type, type] = {}
@@ -242,10 +243,9 @@ class _StrategyKerasVariable:
 
     @property
     def value(self) -> Any:
-        from keras.src.backend.common.stateless_scope import get_stateless_scope, in_stateless_scope
-
-        if in_stateless_scope():
-            scoped = get_stateless_scope().get_current_value(self)
+        scopes = internals.stateless_scope()
+        if scopes.in_stateless_scope():
+            scoped = scopes.get_stateless_scope().get_current_value(self)
             if scoped is not None:
                 return self._maybe_autocast(scoped)
         state = self.__dict__["_tps_state"]
@@ -265,9 +265,7 @@ class _StrategyKerasVariable:
         return self._maybe_autocast(raw)
 
     def _update(self, method: str, value: Any) -> Any:
-        from keras.src.backend.common.stateless_scope import in_stateless_scope
-
-        if in_stateless_scope() or not _traced_or_replica():
+        if internals.stateless_scope().in_stateless_scope() or not _traced_or_replica():
             return None
         value = self._convert_to_tensor(value, dtype=self._dtype)
         updates.write(self.__dict__["_tps_state"], method, value, False)

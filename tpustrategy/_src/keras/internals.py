@@ -1,0 +1,102 @@
+"""Every private Keras 3 name tpustrategy's Keras support uses, in one place (``keras.src``).
+
+Public Keras names (``keras.layers.Layer``, ``keras.metrics.Metric``,
+``keras.distribution.*``, ``keras.tree``, ``keras.name_scope``) are used directly by the
+other modules; this module holds the seams that have no public form: the JAX trainer
+and epoch iterator, the data-adapter lookup, the JAX variable class, the optimizer base
+class whose ``apply`` is wrapped, the distribution base class, the stateless scope, Keras's global state and its JAX
+data distribution. Each is imported only when called, so nothing here runs unless the
+user imported Keras. ``check_seams`` names every attribute relied on; a test calls it,
+so a Keras release that moves one fails loudly instead of silently doing nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+SEAMS = (
+    ("keras.src.optimizers.base_optimizer", "BaseOptimizer", "apply"),
+    ("keras.src.backend.jax.core", "JaxVariable", "_initialize_layout"),
+    ("keras.src.trainers.trainer", "Trainer", "compile"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "fit"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "evaluate"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "predict"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "make_train_function"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "_make_function"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "_get_state_sharding_spec"),
+    ("keras.src.backend.jax.trainer", "JAXEpochIterator", "_get_iterator"),
+    ("keras.src.trainers.data_adapters", None, "get_data_adapter"),
+    ("keras.src.trainers.data_adapters.data_adapter", "DataAdapter", "get_jax_iterator"),
+    ("keras.src.trainers.epoch_iterator", None, "data_adapters"),
+    ("keras.src.backend.common.stateless_scope", None, "in_stateless_scope"),
+    ("keras.src.backend.common.stateless_scope", None, "get_stateless_scope"),
+    ("keras.src.backend.common.global_state", None, "get_global_attribute"),
+    ("keras.src.backend.jax.distribution_lib", None, "distribute_data_input"),
+    ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
+)
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"keras.src.{name}")
+
+
+def check_seams() -> None:
+    """Raises ImportError naming the first Keras attribute that moved."""
+    for module_name, cls, attr in SEAMS:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, cls) if cls else module
+        if not hasattr(owner, attr):
+            where = f"{module_name}.{cls + '.' if cls else ''}{attr}"
+            raise ImportError(
+                f"tpustrategy's Keras support relies on {where}, which this Keras "
+                "does not have.\nFix: install the tested Keras range (pip install 'tpustrategy[keras]')."
+            )
+
+
+def base_optimizer() -> type:
+    """The class every Keras optimizer derives from (``apply`` is wrapped on it)."""
+    return _module("optimizers.base_optimizer").BaseOptimizer
+
+
+def jax_variable() -> type:
+    return _module("backend.jax.core").JaxVariable
+
+
+def jax_trainer() -> ModuleType:
+    """``JAXTrainer`` and ``JAXEpochIterator``."""
+    return _module("backend.jax.trainer")
+
+
+def base_trainer() -> type:
+    return _module("trainers.trainer").Trainer
+
+
+def data_adapters() -> ModuleType:
+    return _module("trainers.data_adapters")
+
+
+def epoch_iterator() -> ModuleType:
+    return _module("trainers.epoch_iterator")
+
+
+def data_adapter() -> type:
+    return _module("trainers.data_adapters.data_adapter").DataAdapter
+
+
+def stateless_scope() -> ModuleType:
+    """``in_stateless_scope`` / ``get_stateless_scope`` (``keras.StatelessScope`` is the public class)."""
+    return _module("backend.common.stateless_scope")
+
+
+def global_attribute(name: str) -> object:
+    return _module("backend.common.global_state").get_global_attribute(name)
+
+
+def distribute_data_input(data: object, layout: object, batch_dim_name: str) -> object:
+    return _module("backend.jax.distribution_lib").distribute_data_input(data, layout, batch_dim_name)
+
+
+def distribution_base() -> type:
+    """The base class of Keras distributions (public ones are its subclasses, not it)."""
+    return _module("distribution.distribution_lib").Distribution
