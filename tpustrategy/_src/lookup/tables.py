@@ -11,6 +11,7 @@ strings live), as TensorFlow programs use ``tf.lookup`` inside ``dataset.map``.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 from typing import Any
 
@@ -39,7 +40,7 @@ def _check_initializer(initializer: Any, api: str) -> None:
             f"{api.split('.')[-1]}(tps.lookup.KeyValueTensorInitializer(keys, values), ...).")
 
 
-class _Table:
+class _Table(abc.ABC):
     """Shared lookup over a dict built once."""
 
     _api = "tps.lookup.Table"
@@ -55,8 +56,9 @@ class _Table:
             raise FailedPreconditionError(f"{self._api}: the initializer holds duplicate keys "
                                           f"({len(keys)} entries, {len(self._index)} distinct).")
 
+    @abc.abstractmethod
     def _missing(self, key: Any) -> Any:
-        raise NotImplementedError
+        """The value of a key the table does not hold (the default, or an OOV bucket)."""
 
     def _check_key(self, key: Any) -> Any:
         key = _normalise(key)
