@@ -17,13 +17,13 @@ tensors would give.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
+from tpustrategy._src.execution import off_trace
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
@@ -44,20 +44,7 @@ def evaluate_captured(compute: Callable[[], Any]) -> np.ndarray:
     same point (SPMD), so the collectives inside ``compute`` meet. The result is
     replicated, so every process reads it whole and the trace takes it as a constant.
     """
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = np.asarray(compute())
-        except BaseException as e:  # re-raised on the tracing thread
-            box["error"] = e
-
-    thread = threading.Thread(target=work, name="tps-captured-value", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return off_trace.call(lambda: np.asarray(compute()), "tps-captured-value")
 
 
 def agree_on_shapes(tree: Any) -> None:

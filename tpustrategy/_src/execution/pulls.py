@@ -22,12 +22,12 @@ different batch shapes, or an end of data at another point, trace again.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpustrategy._src import config
 from tpustrategy._src.errors import OutOfRangeError
+from tpustrategy._src.execution import off_trace
 from tpustrategy._src.variables import frames
 
 END = "end"
@@ -144,22 +144,14 @@ class TracePulls:
 
 def _pull_outside_trace(iterator: Any) -> Any:
     """``iterator._tps_pull()`` on a helper thread: JAX's trace state is per thread."""
-    box: dict[str, Any] = {}
 
-    def work() -> None:
+    def pull() -> Any:
         try:
-            box["batch"] = iterator._tps_pull()
+            return iterator._tps_pull()
         except StopIteration:
-            box["batch"] = END
-        except BaseException as e:  # re-raised on the tracing thread
-            box["error"] = e
+            return END
 
-    thread = threading.Thread(target=work, name="tps-pull", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["batch"]
+    return off_trace.call(pull, "tps-pull")
 
 
 def _placeholder(batch: Any) -> Any:

@@ -99,34 +99,32 @@ def install_functions(model: Any, strategy: Any) -> None:
         return
     model._tps_steps_installed = True
 
-    def make_train_function(force: bool = False) -> Any:
-        if model.train_function is not None and not force:
-            return None
-        n = int(model.steps_per_execution)
-        if n <= 1 or model.run_eagerly or not model.jit_compile:
-            type(model).make_train_function(model, force=force)
-            model.train_function = _tracked(model.train_function)
-            return None
-        shardings = (None, model._get_state_sharding_spec())
-        one = jax.jit(model.train_step, donate_argnums=0, out_shardings=shardings)
-        many = jax.jit(_unrolled(model.train_step), donate_argnums=0, out_shardings=shardings)
-        model.train_function = _iterator_step(one, many, n)
-        return None
+    def n_step_maker(kind: str, state_shardings: Any) -> Any:
+        """``make_{kind}_function``: Keras's own for one step per call, else one program per N steps."""
+        attr = f"{kind}_function"
 
-    def make_test_function(force: bool = False) -> Any:
-        if model.test_function is not None and not force:
+        def make(force: bool = False) -> Any:
+            if getattr(model, attr) is not None and not force:
+                return None
+            n = int(model.steps_per_execution)
+            if n <= 1 or model.run_eagerly or not model.jit_compile:
+                getattr(type(model), f"make_{attr}")(model, force=force)
+                setattr(model, attr, _tracked(getattr(model, attr)))
+                return None
+            shardings, step = (None, state_shardings()), getattr(model, f"{kind}_step")
+            one = jax.jit(step, donate_argnums=0, out_shardings=shardings)
+            many = jax.jit(_unrolled(step), donate_argnums=0, out_shardings=shardings)
+            setattr(model, attr, _iterator_step(one, many, n))
             return None
-        n = int(model.steps_per_execution)
-        if n <= 1 or model.run_eagerly or not model.jit_compile:
-            type(model).make_test_function(model, force=force)
-            model.test_function = _tracked(model.test_function)
-            return None
+
+        return make
+
+    def test_state_shardings() -> Any:
         trainable, non_trainable, _, metrics = model._get_state_sharding_spec()
-        shardings = (None, (trainable, non_trainable, metrics))
-        one = jax.jit(model.test_step, donate_argnums=0, out_shardings=shardings)
-        many = jax.jit(_unrolled(model.test_step), donate_argnums=0, out_shardings=shardings)
-        model.test_function = _iterator_step(one, many, n)
-        return None
+        return trainable, non_trainable, metrics
+
+    make_train_function = n_step_maker("train", model._get_state_sharding_spec)
+    make_test_function = n_step_maker("test", test_state_shardings)
 
     def make_predict_function(force: bool = False) -> Any:
         if model.predict_function is not None and not force:
