@@ -12,6 +12,7 @@ so a Keras release that moves one fails loudly instead of silently doing nothing
 
 from __future__ import annotations
 
+import functools
 import importlib
 from types import ModuleType
 
@@ -37,6 +38,7 @@ SEAMS = (
 )
 
 
+@functools.cache  # variable reads ask for the stateless scope on every read
 def _module(name: str) -> ModuleType:
     return importlib.import_module(f"keras.src.{name}")
 
