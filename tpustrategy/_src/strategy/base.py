@@ -9,7 +9,7 @@ that mesh (or runs it eagerly, one thread per replica, for ragged inputs);
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -121,23 +121,21 @@ class Strategy:
         return self._replica_offset
 
     # Scope ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def scope(self) -> Iterator[Strategy]:
+    def scope(self) -> StrategyScope:
         """Makes this strategy current; variables created inside are mirrored.
 
+        The returned context manager can be entered again, also after it was left
+        (TensorFlow's can: ``scope_a = s.scope(); with scope_a: ...; with scope_a: ...``).
+
         Raises:
-          RuntimeError: inside a replica function, or while another strategy's
-            scope is active.
+          RuntimeError: (on entering) inside a replica function, or while another
+            strategy's scope is active.
         """
-        entry = context.current_entry()
-        if entry is not None:
-            if entry.replica_context is not None and not entry.replica_context._is_default:
-                raise RuntimeError(context.CROSS_REPLICA_ERROR)
-            if entry.strategy is not self and not entry.strategy._is_default:
-                raise context.mixing_error(entry.strategy, self)
-        # Keras 3 support joins the scope only when the user imported Keras.
-        with context.push(self, None, is_scope=True), extensions.scope_extensions(self):
-            yield self
+        return StrategyScope(self)
+
+    def _scope_replica_context(self) -> Any:
+        """The replica context a scope of this strategy sets: None (cross-replica context)."""
+        return None
 
     def _enter_for(self, api: str) -> contextlib.AbstractContextManager[Any]:
         context.require_cross_replica_or_default(self, api)
@@ -338,3 +336,31 @@ class Strategy:
 
     def _reduce_op(self, op: Any) -> ReduceOp:
         return canonical_reduce_op(op)
+
+
+class StrategyScope:
+    """``strategy.scope()``: a re-enterable context manager (each ``with`` pushes its own entry)."""
+
+    __slots__ = ("_strategy", "_open")
+
+    def __init__(self, strategy: Strategy):
+        self._strategy = strategy
+        self._open: list[contextlib.ExitStack] = []
+
+    def __enter__(self) -> Strategy:
+        strategy = self._strategy
+        entry = context.current_entry()
+        if entry is not None:
+            if entry.replica_context is not None and not entry.replica_context._is_default:
+                raise RuntimeError(context.CROSS_REPLICA_ERROR)
+            if entry.strategy is not strategy and not entry.strategy._is_default:
+                raise context.mixing_error(entry.strategy, strategy)
+        stack = contextlib.ExitStack()
+        stack.enter_context(context.push(strategy, strategy._scope_replica_context(), is_scope=True))
+        # Keras 3 support joins the scope only when the user imported Keras.
+        stack.enter_context(extensions.scope_extensions(strategy))
+        self._open.append(stack)
+        return strategy
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._open.pop().__exit__(*exc)

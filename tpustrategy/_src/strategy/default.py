@@ -33,6 +33,10 @@ class _DefaultDistributionStrategy(Strategy):
 
     experimental_run_v2 = run
 
+    def _scope_replica_context(self) -> Any:
+        # TensorFlow's default scope is mostly a no-op: still the default replica context.
+        return self._default_replica_context
+
 
 _lock = threading.Lock()
 _default: _DefaultDistributionStrategy | None = None
