@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tpustrategy._src.data.args import as_bool, int_or_none
 from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state, pull_batch
 from tpustrategy._src.data.map import check_deterministic
@@ -20,23 +21,24 @@ from tpustrategy._src.data.structure import map_structure
 
 
 def check_batch_size(batch_size: Any, api: str) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+    """``batch_size`` (a Python int, NumPy integer or 0-d integer array) as a positive int."""
+    size = int_or_none(batch_size)
+    if size is None:
         raise TypeError(
             f"{api}: batch_size must be an int; received {type(batch_size).__name__}: {batch_size!r}.\n"
             "Fix: pass a positive int, e.g. batch(32)."
         )
-    if batch_size <= 0:
+    if size <= 0:
         raise ValueError(
-            f"{api}: batch_size must be greater than zero; received batch_size={batch_size}.\n"
+            f"{api}: batch_size must be greater than zero; received batch_size={size}.\n"
             "Fix: pass a positive int, e.g. batch(32)."
         )
-    return batch_size
+    return size
 
 
 def check_bool(value: Any, api: str, arg: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{api}: {arg} must be a bool; received {type(value).__name__}: {value!r}.")
-    return value
+    """A Python or NumPy bool (TensorFlow programs pass ``tf.constant(True)``) as a bool."""
+    return as_bool(value, api, arg)
 
 
 def batched_cardinality(n: int, batch_size: int, drop_remainder: bool) -> int:

@@ -18,12 +18,13 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from tpustrategy._src.data.dataset_more import MoreTransformations, renamed_arg
 from tpustrategy._src.data.iterator import DatasetIterator, IterContext, NodeIterator
 from tpustrategy._src.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
 from tpustrategy._src.data.structure import spec_of_element
 
 
-class Dataset(abc.ABC):
+class Dataset(MoreTransformations, abc.ABC):
     """A lazy, re-iterable stream of elements (nests of NumPy arrays and ``bytes``).
 
     Attributes:
@@ -260,11 +261,22 @@ class Dataset(abc.ABC):
 
     # ------------------------------------------------------- transformations
 
-    def map(self, fn: Callable[..., Any], num_parallel_calls: int | None = None, deterministic: bool | None = None) -> Dataset:
-        """``fn(element)`` (``fn(*element)`` for tuples) for every element."""
+    def map(
+        self,
+        map_func: Callable[..., Any] | None = None,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+        name: str | None = None,
+        *,
+        fn: Callable[..., Any] | None = None,
+    ) -> Dataset:
+        """``map_func(element)`` (``map_func(*element)`` for tuples) for every element.
+
+        ``fn=`` is the older keyword for ``map_func``; ``name`` is accepted (TensorFlow's op name).
+        """
         from tpustrategy._src.data.map import MapDataset
 
-        return MapDataset(self, fn, num_parallel_calls, deterministic)
+        return MapDataset(self, renamed_arg("Dataset.map", "map_func", map_func, "fn", fn), num_parallel_calls, deterministic)
 
     def batch(
         self,
@@ -330,30 +342,39 @@ class Dataset(abc.ABC):
 
         return SkipDataset(self, count)
 
-    def filter(self, predicate: Callable[..., Any]) -> Dataset:
+    def filter(self, predicate: Callable[..., Any], name: str | None = None) -> Dataset:
         """The elements for which ``predicate`` is true."""
         from tpustrategy._src.data.filter import FilterDataset
 
         return FilterDataset(self, predicate)
 
-    def flat_map(self, fn: Callable[..., Dataset]) -> Dataset:
-        """Concatenates the datasets ``fn(element)``."""
+    def flat_map(
+        self, map_func: Callable[..., Dataset] | None = None, name: str | None = None, *, fn: Callable[..., Dataset] | None = None
+    ) -> Dataset:
+        """Concatenates the datasets ``map_func(element)`` (``fn=``: the older keyword)."""
         from tpustrategy._src.data.flat_map import FlatMapDataset
 
-        return FlatMapDataset(self, fn)
+        return FlatMapDataset(self, renamed_arg("Dataset.flat_map", "map_func", map_func, "fn", fn))
 
     def interleave(
         self,
-        fn: Callable[..., Dataset],
+        map_func: Callable[..., Dataset] | None = None,
         cycle_length: int | None = None,
         block_length: int | None = None,
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
+        name: str | None = None,
+        *,
+        fn: Callable[..., Dataset] | None = None,
     ) -> Dataset:
-        """Cycles over ``cycle_length`` datasets ``fn(element)``, ``block_length`` at a time."""
+        """Cycles over ``cycle_length`` datasets ``map_func(element)``, ``block_length`` at a time.
+
+        ``fn=`` is the older keyword for ``map_func``.
+        """
         from tpustrategy._src.data.interleave import InterleaveDataset
 
-        return InterleaveDataset(self, fn, cycle_length, block_length, num_parallel_calls, deterministic)
+        func = renamed_arg("Dataset.interleave", "map_func", map_func, "fn", fn)
+        return InterleaveDataset(self, func, cycle_length, block_length, num_parallel_calls, deterministic)
 
     def prefetch(self, buffer_size: int) -> Dataset:
         """Produces up to ``buffer_size`` elements ahead in a background thread."""

@@ -25,7 +25,6 @@ from tpustrategy._src.data.structure import (
     flatten,
     is_structure,
     map_structure,
-    same_structure,
     to_numpy,
     unflatten_as,
 )
@@ -153,6 +152,40 @@ def _convert_free(value: Any) -> Any:
     return to_numpy(value)
 
 
+def _is_sequence_value(value: Any, check: _Check) -> bool:
+    """Whether a yielded tuple is one tensor's value (``(i,)`` for a shape ``(1,)`` leaf), as TF converts it."""
+    return type(value) is tuple and check.shape is not None and len(check.shape) > 0
+
+
+def _flatten_up_to(checks: Any, value: Any) -> list[Any] | None:
+    """The values at the leaves of ``checks`` (a leaf may receive a tuple), or None on a mismatch."""
+    if isinstance(checks, _Check):
+        if is_structure(value) and not _is_sequence_value(value, checks):
+            return None
+        return [value]
+    if isinstance(checks, tuple):
+        if isinstance(value, list):
+            value = tuple(value)
+        if not isinstance(value, tuple) or isinstance(value, dict) or len(value) != len(checks):
+            return None
+        out: list[Any] = []
+        for c, v in zip(checks, value):
+            sub = _flatten_up_to(c, v)
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out
+    if not isinstance(value, dict) or sorted(value) != sorted(checks):
+        return None
+    out = []
+    for k in sorted(checks):
+        sub = _flatten_up_to(checks[k], value[k])
+        if sub is None:
+            return None
+        out.extend(sub)
+    return out
+
+
 class _GeneratorIterator(NodeIterator):
     def __init__(self, generator: Callable[..., Any], args: tuple[Any, ...], checks: Any):
         self._fn, self._args, self._checks = generator, args, checks
@@ -165,15 +198,15 @@ class _GeneratorIterator(NodeIterator):
         if checks is None:
             return _convert_free(value)
         if isinstance(checks, _Check):
-            if is_structure(value):
+            if is_structure(value) and not _is_sequence_value(value, checks):
                 self._raise_structure(value)
             return _convert_leaf(value, checks.dtype, checks.shape)
         if isinstance(value, list):
             value = tuple(value)
-        if not same_structure(checks, value):
+        leaves = _flatten_up_to(checks, value)
+        if leaves is None:
             self._raise_structure(value)
-        leaves = flatten(value)
-        return unflatten_as(value, [_convert_leaf(v, c.dtype, c.shape) for v, c in zip(leaves, self._flat)])
+        return unflatten_as(checks, [_convert_leaf(v, c.dtype, c.shape) for v, c in zip(leaves, self._flat)])
 
     def _raise_structure(self, value: Any) -> None:
         expected = map_structure(lambda c: TensorSpec(c.shape or (), c.dtype), self._checks)

@@ -28,13 +28,26 @@ from tpustrategy._src.data.parallel import (
     shutdown_workers,
     start_thread,
 )
+from tpustrategy._src.data.string_scalar import StringScalar
 from tpustrategy._src.data.structure import common_spec, dummy_element, spec_of_element
 
 
 def call_fn(fn: Callable[..., Any], element: Any) -> Any:
-    """``fn(*element)`` for plain tuples, ``fn(element)`` otherwise (``tf.data`` rule)."""
-    out = fn(*element) if type(element) is tuple else fn(element)
-    return tuple(out) if type(out) is list else out
+    """``fn(*element)`` for plain tuples, ``fn(element)`` otherwise (``tf.data`` rule).
+
+    A scalar string argument is passed as a `StringScalar` (``bytes`` that also
+    indexes like TensorFlow's 0-d string tensor, ``eg[np.newaxis]``); one
+    returned unchanged comes back as plain ``bytes``.
+    """
+    if type(element) is tuple:
+        if bytes in map(type, element):
+            element = tuple(StringScalar(a) if type(a) is bytes else a for a in element)
+        out = fn(*element)
+    else:
+        out = fn(StringScalar(element) if type(element) is bytes else element)
+    if type(out) is list:
+        return tuple(out)
+    return bytes(out) if type(out) is StringScalar else out
 
 
 def call_map_fn(fn: Callable[..., Any], element: Any) -> Any:

@@ -151,6 +151,11 @@ def _pad_component(values: list[Any], target: tuple[int | None, ...] | None, pad
         out.reshape(-1)[:] = [fill] * out.size
     else:
         out[...] = fill
+    if rank == 0:
+        # Scalars (strings included) are the batch itself; an object array must
+        # hold the ``bytes``, not 0-d arrays wrapping them.
+        out[:] = [a[()] for a in arrays]
+        return out
     for i, a in enumerate(arrays):
         out[(i, *(slice(0, s) for s in a.shape))] = a
     return out

@@ -225,6 +225,9 @@ def to_numpy(value: Any) -> Any:
         try:
             arr = np.asarray(value)
         except ValueError as e:
+            strings = _bytes_subclass_array(value) if from_python else None
+            if strings is not None:
+                return strings
             raise ValueError(
                 f"Could not convert a ragged Python list to a tensor: {e}.\n"
                 "Fix: give every row the same length, or pad the rows first."
@@ -239,6 +242,17 @@ def to_numpy(value: Any) -> Any:
         f"Cannot convert a value of type {type(value).__name__} to a dataset element: {value!r}.\n"
         "Fix: use NumPy arrays, Python numbers, bytes/str, or tuples/dicts of these."
     )
+
+
+def _bytes_subclass_array(value: Any) -> np.ndarray | None:
+    """An object array of a nested list of ``bytes`` subclasses (NumPy parses those as numbers)."""
+    try:
+        arr = np.asarray(value, dtype=OBJECT)
+    except ValueError:
+        return None
+    if arr.size and all(isinstance(v, bytes) for v in arr.reshape(-1).tolist()):
+        return _strings_to_object(arr)
+    return None
 
 
 def element_to_numpy(value: Any) -> Any:
@@ -273,10 +287,10 @@ def stack_leaves(leaves: Sequence[Any], api: str, path: str = "") -> np.ndarray:
         first element and the first mismatching one).
     """
     first = leaves[0]
-    if type(first) is bytes:
+    if isinstance(first, bytes):
         out = np.empty(len(leaves), dtype=OBJECT)
         out[:] = leaves
-        if len({type(x) for x in leaves}) != 1:
+        if not all(isinstance(x, bytes) for x in leaves):
             _raise_mixed(leaves, api, path)
         return out
     if isinstance(first, np.ndarray) and first.ndim > 0:
@@ -300,7 +314,7 @@ def stack_leaves(leaves: Sequence[Any], api: str, path: str = "") -> np.ndarray:
             if _shape_of(x) != shape:
                 _raise_shape_mismatch(api, path, shape, i, _shape_of(x))
         _raise_mixed(leaves, api, path)
-    if out.dtype == OBJECT and not all(type(x) is bytes for x in out.reshape(-1)):
+    if out.dtype == OBJECT and not all(isinstance(x, bytes) for x in out.reshape(-1)):
         _raise_mixed(leaves, api, path)
     return out
 
@@ -395,7 +409,7 @@ def element_equal(a: Any, b: Any) -> bool:
         return False
     for x, y in zip(flatten(a), flatten(b)):
         if isinstance(x, bytes) or isinstance(y, bytes):
-            if type(x) is not type(y) or x != y:
+            if not (isinstance(x, bytes) and isinstance(y, bytes)) or x != y:
                 return False
             continue
         xa, ya = np.asarray(x), np.asarray(y)
