@@ -16,6 +16,13 @@ import enum
 import logging
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+
+from tpustrategy._src.devices.mesh import resolve_device
+from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+
 logger = logging.getLogger("tpustrategy")
 _logged: set[str] = set()
 
@@ -79,6 +86,46 @@ class CrossDeviceOps:
 
     def __repr__(self) -> str:
         return f"tps.{self._description}"
+
+    # TensorFlow's public methods: every choice computes the same order-independent result.
+    def reduce(self, reduce_op: Any, per_replica_value: Any, destinations: Any, options: Any = None) -> Any:
+        """Reduces the components of ``per_replica_value`` onto ``destinations``.
+
+        Args:
+          reduce_op: ``ReduceOp.SUM``/``MEAN`` or its name.
+          per_replica_value: a ``PerReplica``/``Mirrored`` (or a plain value: one component).
+          destinations: a device (string or ``jax.Device``), a value on one device, or a
+            distributed value or variable (the devices of its components).
+          options: a ``tps.experimental.CommunicationOptions`` (accepted).
+
+        Returns:
+          A plain array on one destination device, else a ``Mirrored`` with one
+          component on each destination device (TensorFlow unwraps one component too).
+        """
+        op = canonical_reduce_op(reduce_op)
+        parts = _components(per_replica_value)
+        devices = _destination_devices(destinations, f"{self._description}.reduce")
+        total = jax.device_put(parts[0], devices[0])
+        for part in parts[1:]:
+            total = total + jax.device_put(part, devices[0])
+        if op == ReduceOp.MEAN:
+            total = total / len(parts)
+        return _place(total, devices)
+
+    def batch_reduce(self, reduce_op: Any, value_destination_pairs: Any, options: Any = None) -> list[Any]:
+        """``reduce`` of each ``(per_replica_value, destinations)`` pair, in order."""
+        pairs = list(value_destination_pairs)
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise ValueError(
+                    f"{self._description}.batch_reduce: value_destination_pairs[{i}] must be a "
+                    f"(value, destinations) pair. Received: {pair!r}."
+                )
+        return [self.reduce(reduce_op, v, d, options) for v, d in pairs]
+
+    def broadcast(self, tensor: Any, destinations: Any) -> Any:
+        """``tensor`` on every destination device (a ``Mirrored``; plain for one device)."""
+        return _place(jnp.asarray(tensor), _destination_devices(destinations, f"{self._description}.broadcast"))
 
 
 class ReductionToOneDevice(CrossDeviceOps):
@@ -149,3 +196,42 @@ def _log_once(choice: str) -> None:
     if choice not in _logged:
         _logged.add(choice)
         logger.info("tpustrategy: %s accepted; XLA chooses the all-reduce implementation.", choice)
+
+
+def _components(value: Any) -> list[Any]:
+    if isinstance(value, DistributedValues):
+        return [jnp.asarray(v) for v in value.values]
+    values = getattr(value, "values", None)  # a distributed variable: its local components
+    if getattr(value, "_tps_distributed_variable", False) and values is not None:
+        return [jnp.asarray(v.read_value()) for v in values]
+    return [jnp.asarray(value)]
+
+
+def _device_of(value: Any) -> Any:
+    device = getattr(value, "device", None)
+    if isinstance(device, jax.Device):
+        return device
+    if isinstance(value, jax.Array):
+        return next(iter(value.devices()))
+    return jax.devices()[0]
+
+
+def _destination_devices(destinations: Any, api: str) -> tuple[Any, ...]:
+    if isinstance(destinations, (str, jax.Device)):
+        return (resolve_device(destinations, api),)
+    if isinstance(destinations, DistributedValues):
+        return tuple(_device_of(v) for v in destinations.values)
+    if getattr(destinations, "_tps_distributed_variable", False):
+        return tuple(_device_of(v) for v in destinations.values)
+    if destinations is None:
+        raise ValueError(
+            f"{api}: `destinations` must be a device, a value or a distributed value. Received: None.\n"
+            "Fix: pass a device string such as '/cpu:0', or the variable the result is for."
+        )
+    return (_device_of(destinations),)
+
+
+def _place(value: Any, devices: tuple[Any, ...]) -> Any:
+    if len(devices) == 1:
+        return jax.device_put(value, devices[0])
+    return Mirrored(tuple(jax.device_put(value, d) for d in devices))
