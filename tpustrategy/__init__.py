@@ -7,11 +7,10 @@ The names below are loaded on first use, so ``import tpustrategy.data``
 (which imports this package first) does not start JAX.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: it would bind `annotations` as a public name.
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from typing import TYPE_CHECKING
-
-from tpustrategy._src.lazy import loader
+from tpustrategy._src.lazy import loader as _loader
 
 __version__ = "0.1.0"
 
@@ -36,6 +35,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TPUStrategy": ("tpustrategy._src.strategy.strategies", "TPUStrategy"),
     "ValueContext": ("tpustrategy._src.strategy.base", "ValueContext"),
     "Variable": ("tpustrategy._src.variables.variable", "Variable"),
+    "IndexedSlices": ("tpustrategy._src.variables.indexed_slices", "IndexedSlices"),
     "VariableAggregation": ("tpustrategy._src.variables.enums", "VariableAggregation"),
     "VariableSynchronization": ("tpustrategy._src.variables.enums", "VariableSynchronization"),
     "GradientTape": ("tpustrategy._src.tape.tape", "GradientTape"),
@@ -50,10 +50,10 @@ _LAZY: dict[str, tuple[str, str]] = {
 _SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train", "lookup")
 
 
-__getattr__, __dir__ = loader(__name__, _LAZY, _SUBMODULES)
+__getattr__, __dir__ = _loader(__name__, _LAZY, _SUBMODULES)
 
 
-if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+if _TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from tpustrategy._src.cluster.initialize import initialize as initialize
     from tpustrategy._src.function import function as function
     from tpustrategy._src.input.input_context import InputContext as InputContext
@@ -89,4 +89,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from tpustrategy._src.values.distributed import PerReplica as PerReplica
     from tpustrategy._src.variables.enums import VariableAggregation as VariableAggregation
     from tpustrategy._src.variables.enums import VariableSynchronization as VariableSynchronization
+    from tpustrategy._src.variables.indexed_slices import IndexedSlices as IndexedSlices
     from tpustrategy._src.variables.variable import Variable as Variable

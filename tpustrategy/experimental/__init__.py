@@ -3,9 +3,8 @@
 Names are loaded on first use so importing this package does not start JAX.
 """
 
-from __future__ import annotations
-
-from tpustrategy._src.lazy import loader
+# No `from __future__ import annotations` here: it would bind `annotations` as a public name.
+from tpustrategy._src.lazy import loader as _loader
 
 _LAZY: dict[str, tuple[str, str]] = {
     "PreemptionCheckpointHandler": ("tpustrategy._src.checkpoint.preemption", "PreemptionCheckpointHandler"),
@@ -16,4 +15,4 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-__getattr__, __dir__ = loader(__name__, _LAZY)
+__getattr__, __dir__ = _loader(__name__, _LAZY)

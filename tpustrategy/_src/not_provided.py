@@ -1,0 +1,94 @@
+"""TensorFlow names tpustrategy deliberately does not have, kept as names that explain themselves.
+
+A program ported from TensorFlow that touches such a name gets an error saying
+why the name has no meaning here and what to use instead, pointing at its row of
+README's "TensorFlow names we do not have" table, instead of an
+``AttributeError`` that reads like a bug. ``NotProvided`` stands for a module
+attribute (a class, function or sub-module), ``NotProvidedMember`` for a method
+or property of one of our classes. The surface test
+(``tests/api_surface/test_api_surface.py``) checks that every placeholder has a
+table row and every row a placeholder.
+
+A leaf: no JAX, no internal imports (``tpustrategy._src.data`` uses it too).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+README_TABLE = "TensorFlow names we do not have"
+
+
+class NotProvidedError(NotImplementedError):
+    """Raised when a program uses a TensorFlow name tpustrategy deliberately does not have."""
+
+
+def _message(tf_name: str, reason: str, instead: str) -> str:
+    return (
+        f"{tf_name} has no counterpart in tpustrategy: {reason}\n"
+        f"Use instead: {instead}\n"
+        f"(README, section {README_TABLE!r}, row {tf_name!r}.)"
+    )
+
+
+class NotProvided:
+    """A module attribute standing for a TensorFlow name we do not have.
+
+    Calling it, or reading any of its attributes, raises ``NotProvidedError``.
+
+    Args:
+        tf_name: TensorFlow's full name (``"tf.lookup.experimental"``), as in the README row.
+        reason: Why the name has no meaning on JAX.
+        instead: What to use instead.
+    """
+
+    def __init__(self, tf_name: str, reason: str, instead: str) -> None:
+        object.__setattr__(self, "tf_name", tf_name)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "instead", instead)
+
+    def error(self) -> NotProvidedError:
+        """The error every use of this name raises."""
+        return NotProvidedError(_message(self.tf_name, self.reason, self.instead))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise self.error()
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("__") and name.endswith("__"):  # copy, pickle, inspect and pytest probe these
+            raise AttributeError(name)
+        raise self.error()
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise self.error()
+
+    def __repr__(self) -> str:
+        return f"<{self.tf_name}: not provided by tpustrategy; see README {README_TABLE!r}>"
+
+
+class NotProvidedMember:
+    """A method or property of one of our classes standing for a TensorFlow member we do not have.
+
+    Reading it on an instance raises ``NotProvidedError``; on the class it gives
+    the placeholder itself (so ``help()`` and the surface test can see it).
+
+    Args:
+        tf_name: TensorFlow's full name (``"tf.distribute.TPUStrategy.xyz"``), as in the README row.
+        reason: Why the member has no meaning on JAX.
+        instead: What to use instead.
+    """
+
+    def __init__(self, tf_name: str, reason: str, instead: str) -> None:
+        self.tf_name = tf_name
+        self.reason = reason
+        self.instead = instead
+        self.__doc__ = _message(tf_name, reason, instead)
+
+    def error(self) -> NotProvidedError:
+        """The error every use of this member raises."""
+        return NotProvidedError(_message(self.tf_name, self.reason, self.instead))
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        raise self.error()
