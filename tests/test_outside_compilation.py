@@ -65,3 +65,27 @@ def test_host_only_code_returning_a_value_fails_when_the_step_runs_naming_the_fi
 def test_a_non_callable_is_refused():
     with pytest.raises(TypeError, match=r"computation must be callable; received int: 3"):
         tps.tpu.outside_compilation(3, 1)
+
+
+def test_host_code_in_a_replica_split_over_cores_names_the_limit_and_the_fix():
+    topology = tps.tpu.experimental.initialize_tpu_system()
+    assignment = tps.tpu.experimental.DeviceAssignment.build(
+        topology, num_replicas=4, computation_shape=[2, 1, 1, 1])
+    strategy = tps.TPUStrategy(experimental_device_assignment=assignment)
+
+    def step(x):
+        tps.tpu.outside_compilation(lambda v: print(v), x)
+        return x * 2
+
+    x = tps.PerReplica(tuple(jnp.ones((4, 2)) * i for i in range(4)))
+    with pytest.raises(tps.errors.UnimplementedError, match="splits each replica over 2 cores") as info:
+        strategy.run(step, args=(x,))
+    assert "Fix: return the values from the step" in str(info.value)
+    # A one-core-per-replica strategy over the same devices runs the same host code.
+    seen = []
+    one_core = tps.TPUStrategy()
+    out = one_core.run(lambda v: tps.tpu.outside_compilation(lambda h: seen.append(h.shape), v) or v * 2,
+                       args=(jnp.ones(2),))
+    for component in one_core.experimental_local_results(out):
+        np.testing.assert_array_equal(np.asarray(component), [2.0, 2.0])
+    assert seen and set(seen) == {(2,)}

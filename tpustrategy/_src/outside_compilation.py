@@ -26,6 +26,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.context import stack
+from tpustrategy._src.errors import UnimplementedError
+from tpustrategy._src.values.mesh_axis import CORE_AXIS
+
 
 def _traced(tree: Any) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree))
@@ -60,6 +64,7 @@ def outside_compilation(computation: Callable[..., Any], *args: Any, **kwargs: A
             "tps.tpu.outside_compilation(lambda x: print(x), x).")
     if not _traced((args, kwargs)):
         return computation(*args, **kwargs)
+    _check_one_core_per_replica(computation)
     try:
         shapes = jax.eval_shape(functools.partial(computation, **kwargs), *args)
     except Exception:  # host-only code (NumPy on tracers, printing tracers' values, ...)
@@ -82,3 +87,25 @@ def outside_compilation(computation: Callable[..., Any], *args: Any, **kwargs: A
         return jax.tree_util.tree_map(lambda s, v: np.asarray(v, s.dtype).reshape(s.shape), shapes, out)
 
     return jax.experimental.io_callback(on_host, shapes, *args, ordered=False, **kwargs)
+
+
+def _check_one_core_per_replica(computation: Callable[..., Any]) -> None:
+    """JAX lowers a host callback only where every mesh axis is manual: not in a core-split replica.
+
+    Inside ``strategy.run`` of a strategy with several cores per replica, the program is
+    manual over the replicas and automatic over each replica's cores, and XLA cannot
+    place a host callback there (a nested ``shard_map`` over the cores does not help:
+    the replica function is traced before the program that gives it the manual axes).
+    """
+    mesh = getattr(stack.current_strategy(), "mesh", None)
+    if mesh is None or CORE_AXIS not in mesh.axis_names or mesh.shape[CORE_AXIS] == 1:
+        return
+    raise UnimplementedError(
+        f"tps.tpu.outside_compilation({getattr(computation, '__name__', computation)!r}): the "
+        f"strategy splits each replica over {mesh.shape[CORE_AXIS]} cores, and JAX cannot run a host "
+        "callback inside a program that is sharded automatically over a replica's cores "
+        "(README, 'Where we differ': outside_compilation with several cores per "
+        "replica).\nFix: return the values from the step and run the host code after the call "
+        "(`out = strategy.run(step, ...)` then `print(strategy.experimental_local_results(out))`), "
+        "or run this step on a strategy with one core per replica."
+    )
