@@ -60,3 +60,17 @@ def as_bool(value: Any, api: str, arg: str) -> bool:
     if isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.bool_:
         return bool(value)
     raise TypeError(f"{api}: {arg} must be a bool; received {type(value).__name__}: {value!r}.")
+
+
+def predicate_result(value: Any, api: str, arg: str = "predicate") -> bool:
+    """A predicate's return value as a bool: a Python / NumPy bool or a 0-d bool array."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_) or (isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.bool_):
+        return bool(value)
+    shape = getattr(value, "shape", ())
+    raise TypeError(
+        f"{api}: `{arg}` return type must be convertible to a scalar boolean; received "
+        f"{type(value).__name__} with shape {tuple(shape)}: {value!r}.\n"
+        "Fix: return a Python bool or a NumPy bool scalar, e.g. lambda x: bool(x < 10)."
+    )

@@ -431,6 +431,11 @@ def dummy_element(spec: Any, unknown: int, fill: int = 0) -> Any:
     """
 
     def make(s: TensorSpec) -> Any:
+        if not isinstance(s, TensorSpec) and hasattr(s, "element_spec"):
+            # A dataset-valued leaf (window): an empty dataset of that spec.
+            from tpustrategy._src.data.window import WindowContent
+
+            return WindowContent([], s.element_spec)
         shape = tuple(unknown if d is None else d for d in s.shape)
         if s.dtype == OBJECT:
             text = b"\x01" * fill

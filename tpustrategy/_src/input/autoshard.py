@@ -152,7 +152,9 @@ def _file_rewrite(node: Any, w: int, i: int, changes: list[str]) -> Any:
         return node._with_inputs(_shard_file_list(node.inputs[0], w, i, f"{name} of readers", changes))
     if name in _MULTI_INPUT:
         return node._with_inputs(*[_file_rewrite(x, w, i, changes) for x in node.inputs])
-    if name in _PASS_THROUGH or name in _FUNCTION_DATASETS:
+    if name in _PASS_THROUGH or name in _FUNCTION_DATASETS or getattr(node, "_autoshard_pass_through", False):
+        # ``_autoshard_pass_through``: a one-input transformation that TensorFlow's
+        # FILE rewrite walks through (window, scan, unique, group_by_window, ...).
         return node._with_inputs(_file_rewrite(node.inputs[0], w, i, changes))
     if name in _UNSHARDABLE:
         raise _NotShardable(f"Found an unshardable source dataset: {name}")
