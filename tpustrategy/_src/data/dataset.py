@@ -19,12 +19,13 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tpustrategy._src.data.dataset_more import MoreTransformations, renamed_arg
+from tpustrategy._src.data.dataset_sources import _SourceMethods
 from tpustrategy._src.data.iterator import DatasetIterator, IterContext, NodeIterator
 from tpustrategy._src.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
 from tpustrategy._src.data.structure import spec_of_element
 
 
-class Dataset(MoreTransformations, abc.ABC):
+class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
     """A lazy, re-iterable stream of elements (nests of NumPy arrays and ``bytes``).
 
     Attributes:

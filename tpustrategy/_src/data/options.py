@@ -97,6 +97,20 @@ class _OptionsBase:
             if value < 0:
                 raise ValueError(f"{cls}.{name} must be >= 0; received {value}.")
             return value
+        if kind is list:
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise TypeError(
+                    f"{cls}.{name} must be a list of str; received {type(value).__name__}: {value!r}.\n"
+                    f"Fix: e.g. {name} = ['keras']."
+                )
+            return list(value)
+        if kind is str:
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"{cls}.{name} must be a str; received {type(value).__name__}: {value!r}.\n"
+                    f"Fix: set {name} to a string (or None to unset it)."
+                )
+            return value
         if isinstance(kind, type) and issubclass(kind, enum.Enum):
             try:
                 return kind(value)
@@ -165,18 +179,88 @@ class DistributeOptions(_OptionsBase):
     }
 
 
+class AutotuneAlgorithm(enum.IntEnum):
+    """The autotuning algorithm (``tf.data.experimental.AutotuneAlgorithm``); accepted, no effect here."""
+
+    DEFAULT = 0
+    HILL_CLIMB = 1
+    GRADIENT_DESCENT = 2
+    MAX_PARALLELISM = 3
+    STAGE_BASED = 4
+
+
+class ExternalStatePolicy(enum.IntEnum):
+    """What to do with external state when checkpointing (``tf.data.experimental.ExternalStatePolicy``).
+
+    Accepted, no effect: iterator states here are JSON position records, which
+    never serialize a function's captured state.
+    """
+
+    WARN = 0
+    IGNORE = 1
+    FAIL = 2
+
+
 class ThreadingOptions(_OptionsBase):
-    """Threading options (``tf.data.ThreadingOptions``); advisory here.
+    """Threading options (``tf.data.ThreadingOptions``).
 
     Attributes:
-      max_intra_op_parallelism: an upper bound on threads per operation.
-      private_threadpool_size: the number of worker threads to use.
+      private_threadpool_size: the most worker threads one parallel
+        transformation (``map``, ``batch``, ``interleave``, a reader's
+        ``num_parallel_reads``) runs; larger ``num_parallel_calls`` and
+        ``AUTOTUNE`` are capped at it. 0 or None: no cap.
+      max_intra_op_parallelism: the most worker threads that build one output
+        element together (a parallel ``batch``, the files a reader
+        interleaves); 1 builds each element on one thread.
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
         "max_intra_op_parallelism": (int, None),
         "private_threadpool_size": (int, None),
     }
+
+
+class AutotuneOptions(_OptionsBase):
+    """Autotuning options (``tf.data.experimental.AutotuneOptions``).
+
+    Attributes:
+      enabled: False turns adaptive sizing off: ``prefetch(AUTOTUNE)`` keeps
+        a fixed buffer of 2 chunks and ``AUTOTUNE`` parallelism is 1 worker
+        (TensorFlow: parallelism falls back to 1 without autotuning).
+      cpu_budget: the worker threads ``AUTOTUNE`` parallelism resolves to
+        (default: the CPUs this process may run on).
+      ram_budget: the bytes an adaptive ``prefetch`` buffer may hold
+        (default 64 MiB per buffer).
+      autotune_algorithm, initial_parallelism, min_parallelism: accepted;
+        no effect (there is no tuning loop to steer).
+    """
+
+    _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
+        "enabled": (bool, None),
+        "cpu_budget": (int, None),
+        "ram_budget": (int, None),
+        "autotune_algorithm": (AutotuneAlgorithm, None),
+        "initial_parallelism": (int, None),
+        "min_parallelism": (int, None),
+    }
+
+
+_OPTIMIZATIONS = (
+    "apply_default_optimizations", "filter_fusion", "filter_parallelization", "inject_prefetch",
+    "map_and_batch_fusion", "map_and_filter_fusion", "map_fusion", "map_parallelization",
+    "noop_elimination", "parallel_batch", "seq_interleave_prefetch", "shuffle_and_repeat_fusion",
+)
+
+
+class OptimizationOptions(_OptionsBase):
+    """Graph rewrite switches (``tf.data.experimental.OptimizationOptions``).
+
+    Every field is accepted and has no effect: the pipeline is not rewritten
+    (``map`` then ``batch`` already moves whole chunks, and a fused op would
+    give the same elements).
+    """
+
+    _fields: ClassVar[dict[str, tuple[Any, Any]]] = {name: (bool, None) for name in _OPTIMIZATIONS}
 
 
 class Options(_OptionsBase):
@@ -186,8 +270,21 @@ class Options(_OptionsBase):
       deterministic: whether parallel transformations keep element order
         when they are called with ``deterministic=None`` (default True).
         ``experimental_deterministic`` is an alias.
-      experimental_distribute: a `DistributeOptions`.
-      threading: a `ThreadingOptions`.
+      experimental_distribute: a `DistributeOptions` (auto-shard policy).
+      threading: a `ThreadingOptions` (``experimental_threading`` is an alias).
+      autotune: an `AutotuneOptions` (CPU and RAM budgets of AUTOTUNE).
+      experimental_optimization: an `OptimizationOptions` (no effect).
+      experimental_slack: accepted; no effect (there is no prefetch slack to
+        leave: the consumer takes chunks as they are ready).
+      experimental_warm_start: True starts the worker threads of ``prefetch``
+        and parallel ``map`` when the iterator is created instead of at the
+        first ``next``.
+      experimental_symbolic_checkpoint: accepted; iterator states here are
+        always symbolic (positions, never buffered elements).
+      experimental_external_state_policy: an `ExternalStatePolicy`; accepted,
+        no effect (states never hold function state).
+      dataset_name: a name for the pipeline (kept, shown in ``repr``).
+      framework_type: a list of framework names (kept; no effect).
 
     Example:
       >>> opts = Options()
@@ -196,8 +293,19 @@ class Options(_OptionsBase):
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
+        "autotune": (AutotuneOptions, None),
+        "dataset_name": (str, None),
         "deterministic": (bool, None),
         "experimental_distribute": (DistributeOptions, None),
+        "experimental_external_state_policy": (ExternalStatePolicy, None),
+        "experimental_optimization": (OptimizationOptions, None),
+        "experimental_slack": (bool, None),
+        "experimental_symbolic_checkpoint": (bool, None),
+        "experimental_warm_start": (bool, None),
+        "framework_type": (list, None),
         "threading": (ThreadingOptions, None),
     }
-    _aliases: ClassVar[dict[str, str]] = {"experimental_deterministic": "deterministic"}
+    _aliases: ClassVar[dict[str, str]] = {
+        "experimental_deterministic": "deterministic",
+        "experimental_threading": "threading",
+    }
