@@ -16,6 +16,8 @@ __version__ = "0.1.0"
 
 _LAZY: dict[str, tuple[str, str]] = {
     "CrossDeviceOps": ("tpustrategy._src.strategy.communication", "CrossDeviceOps"),
+    "DistributedDataset": ("tpustrategy._src.input.interfaces", "DistributedDataset"),
+    "DistributedIterator": ("tpustrategy._src.input.interfaces", "DistributedIterator"),
     "DistributedValues": ("tpustrategy._src.values.distributed", "DistributedValues"),
     "HierarchicalCopyAllReduce": ("tpustrategy._src.strategy.communication", "HierarchicalCopyAllReduce"),
     "NcclAllReduce": ("tpustrategy._src.strategy.communication", "NcclAllReduce"),
@@ -32,6 +34,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ReduceOp": ("tpustrategy._src.reduce_op", "ReduceOp"),
     "ReplicaContext": ("tpustrategy._src.replica.context", "ReplicaContext"),
     "Strategy": ("tpustrategy._src.strategy.base", "Strategy"),
+    "StrategyExtended": ("tpustrategy._src.strategy.extended", "StrategyExtended"),
     "TPUStrategy": ("tpustrategy._src.strategy.strategies", "TPUStrategy"),
     "ValueContext": ("tpustrategy._src.strategy.base", "ValueContext"),
     "Variable": ("tpustrategy._src.variables.variable", "Variable"),
@@ -59,6 +62,8 @@ if _TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from tpustrategy._src.input.input_context import InputContext as InputContext
     from tpustrategy._src.input.input_context import InputOptions as InputOptions
     from tpustrategy._src.input.input_context import InputReplicationMode as InputReplicationMode
+    from tpustrategy._src.input.interfaces import DistributedDataset as DistributedDataset
+    from tpustrategy._src.input.interfaces import DistributedIterator as DistributedIterator
     from tpustrategy._src.reduce_op import ReduceOp as ReduceOp
     from tpustrategy._src.replica.context import ReplicaContext as ReplicaContext
     from tpustrategy._src.strategy.base import Strategy as Strategy
@@ -75,6 +80,7 @@ if _TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from tpustrategy._src.strategy.context import (
         in_cross_replica_context as in_cross_replica_context,
     )
+    from tpustrategy._src.strategy.extended import StrategyExtended as StrategyExtended
     from tpustrategy._src.strategy.run_options import RunOptions as RunOptions
     from tpustrategy._src.strategy.strategies import MirroredStrategy as MirroredStrategy
     from tpustrategy._src.strategy.strategies import (

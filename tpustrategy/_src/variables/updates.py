@@ -155,19 +155,20 @@ def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
     return value
 
 
-def write(var: Any, method: str, value: Any, read_value: bool) -> None:
+def write(var: Any, method: str, value: Any, read_value: bool, label: str | None = None) -> None:
+    """Applies ``var.<method>(value)`` in the current context; ``label`` names the user's op in errors."""
     frame = frames.current()
     ctx = _replica_context()
     _check_strategy(var)
     value = _plain_value(var, value, in_replica=ctx is not None)
     if frame is not None and frame.level == "replica" and ctx is None and _in_merge_fn():
-        frame.write(var, _merge_fn_update(var, method, value, frame))
+        frame.write(var, _merge_fn_update(var, method, value, frame, label))
     elif frame is not None and frame.level == "replica":
         frame.write(var, _compiled_replica_update(var, method, value, frame, ctx))
     elif ctx is not None and hasattr(ctx, "_rendezvous"):
         _eager_replica_update(var, method, value, ctx)
     else:
-        _cross_replica_update(var, method, value)
+        _cross_replica_update(var, method, value, label)
 
 
 def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx: Any) -> Any:
@@ -189,7 +190,7 @@ def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx:
     return new
 
 
-def _merge_fn_update(var: Any, method: str, value: Any, frame: Any) -> Any:
+def _merge_fn_update(var: Any, method: str, value: Any, frame: Any, label: str | None = None) -> Any:
     """A write in ``merge_fn`` of a compiled replica function: cross-replica semantics.
 
     The trace stands for every replica at once, so a value equal on every replica (a
@@ -211,7 +212,7 @@ def _merge_fn_update(var: Any, method: str, value: Any, frame: Any) -> Any:
     if var._kind == SYNC_ON_READ and var._aggregation is VariableAggregation.SUM and not per_replica:
         if method != "assign":
             raise ValueError(
-                f"SyncOnReadVariable does not support `{method}` in cross-replica context "
+                f"SyncOnReadVariable does not support `{label or method}` in cross-replica context "
                 "when aggregation is set to `tf.VariableAggregation.SUM`."
             )
         v = (v / var._strategy.num_replicas_in_sync).astype(var.dtype)
@@ -323,7 +324,7 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
     var._value = jax.device_put(new, var._value.sharding)
 
 
-def _cross_replica_update(var: Any, method: str, value: Any) -> None:
+def _cross_replica_update(var: Any, method: str, value: Any, label: str | None = None) -> None:
     current = frames.global_value(var)
     if var._kind == SYNC_ON_READ:
         n = var._strategy.num_replicas_in_sync
@@ -335,7 +336,7 @@ def _cross_replica_update(var: Any, method: str, value: Any) -> None:
             if var._aggregation is VariableAggregation.SUM:
                 if method != "assign":
                     raise ValueError(
-                        f"SyncOnReadVariable does not support `{method}` in cross-replica context "
+                        f"SyncOnReadVariable does not support `{label or method}` in cross-replica context "
                         "when aggregation is set to `tf.VariableAggregation.SUM`."
                     )
                 v = (v / n).astype(var.dtype)  # TensorFlow casts the share back to the variable's dtype

@@ -24,7 +24,7 @@ from jax.sharding import PartitionSpec as P
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
-from tpustrategy._src.variables import frames, updates
+from tpustrategy._src.variables import copying, frames, sparse, updates
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
     VariableSynchronization,
@@ -189,6 +189,7 @@ class Variable(metaclass=_VariableMeta):
         if strategy is None:
             self._kind = PLAIN
             self._value = jax.device_put(value, jax.local_devices()[0])
+            self._initial = None if self._pending_init else self._value
             return
         self._tps_distributed_variable = True
         if self._sync is VariableSynchronization.NONE:
@@ -203,6 +204,7 @@ class Variable(metaclass=_VariableMeta):
                 f" (variable {base!r} has dtype {self._dtype})."
             )
         mesh = strategy._mesh
+        self._initial = None if self._pending_init else np.asarray(value)
         if self._sync is VariableSynchronization.ON_READ:
             self._kind = SYNC_ON_READ
             n = strategy.num_replicas_in_sync
@@ -369,18 +371,129 @@ class Variable(metaclass=_VariableMeta):
         updates.write(self, "assign_sub", delta, read_value)
         return self if read_value else None
 
-    def scatter_update(self, sparse_delta: Any) -> Any:
-        if self._tps_distributed_variable and self._aggregation not in (
-            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA
-        ):
-            raise NotImplementedError(
-                "scatter_update is only supported for mirrored variable (variable created within "
-                "certain `tf.distribute.Strategy` scope) with NONE or `ONLY_FIRST_REPLICA` "
-                f"aggregation, got: {self._aggregation}."
-            )
-        indices, values = sparse_delta
-        current = jnp.asarray(self.read_value())
-        return self.assign(current.at[jnp.asarray(indices)].set(jnp.asarray(values)))
+    # Sparse reads and writes (``sparse``: every one is a dense read or write underneath) ---------
+    def sparse_read(self, indices: Any, name: Any = None) -> Any:
+        """Rows ``indices`` of the value (``tf.gather(v, indices)``)."""
+        return sparse.sparse_read(self, indices)
+
+    def gather_nd(self, indices: Any, name: Any = None) -> Any:
+        """``tf.gather_nd(v, indices)``: the last dimension of ``indices`` indexes the leading dimensions."""
+        return sparse.gather_nd(self, indices)
+
+    def scatter_add(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Adds ``sparse_delta.values`` to rows ``sparse_delta.indices`` (a ``tps.IndexedSlices``)."""
+        return sparse.scatter(self, "scatter_add", sparse_delta)
+
+    def scatter_sub(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Subtracts ``sparse_delta.values`` from rows ``sparse_delta.indices``."""
+        return sparse.scatter(self, "scatter_sub", sparse_delta)
+
+    def scatter_mul(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Multiplies rows ``sparse_delta.indices`` by ``sparse_delta.values``."""
+        return sparse.scatter(self, "scatter_mul", sparse_delta)
+
+    def scatter_div(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Divides rows ``sparse_delta.indices`` by ``sparse_delta.values`` (integers truncate)."""
+        return sparse.scatter(self, "scatter_div", sparse_delta)
+
+    def scatter_min(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Rows ``sparse_delta.indices`` become the minimum of themselves and ``sparse_delta.values``."""
+        return sparse.scatter(self, "scatter_min", sparse_delta)
+
+    def scatter_max(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Rows ``sparse_delta.indices`` become the maximum of themselves and ``sparse_delta.values``."""
+        return sparse.scatter(self, "scatter_max", sparse_delta)
+
+    def scatter_update(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """Sets rows ``sparse_delta.indices`` to ``sparse_delta.values``."""
+        return sparse.scatter(self, "scatter_update", sparse_delta)
+
+    def batch_scatter_update(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+        """``v[b..., indices[b..., i]] = values[b..., i]`` for every batch index ``b``."""
+        return sparse.batch_scatter_update(self, sparse_delta)
+
+    def scatter_nd_add(self, indices: Any, updates: Any, name: Any = None) -> Any:
+        """Adds ``updates`` at ``indices`` (``indices[..., k]`` index the first ``k`` dimensions)."""
+        return sparse.scatter_nd(self, "scatter_nd_add", indices, updates)
+
+    def scatter_nd_sub(self, indices: Any, updates: Any, name: Any = None) -> Any:
+        """Subtracts ``updates`` at ``indices``."""
+        return sparse.scatter_nd(self, "scatter_nd_sub", indices, updates)
+
+    def scatter_nd_update(self, indices: Any, updates: Any, name: Any = None) -> Any:
+        """Sets the elements or slices at ``indices`` to ``updates``."""
+        return sparse.scatter_nd(self, "scatter_nd_update", indices, updates)
+
+    def scatter_nd_max(self, indices: Any, updates: Any, name: Any = None) -> Any:
+        """The elements at ``indices`` become the maximum of themselves and ``updates``."""
+        return sparse.scatter_nd(self, "scatter_nd_max", indices, updates)
+
+    def scatter_nd_min(self, indices: Any, updates: Any, name: Any = None) -> Any:
+        """The elements at ``indices`` become the minimum of themselves and ``updates``."""
+        return sparse.scatter_nd(self, "scatter_nd_min", indices, updates)
+
+    # TensorFlow's other members ------------------------------------------------------------
+    def get_shape(self) -> tuple[int, ...]:
+        """The shape (``tf.Variable.get_shape``; the same as ``shape``)."""
+        return self._shape
+
+    @property
+    def device(self) -> Any:
+        """The device of the variable's primary copy (replica 0's first device; a JAX ``Device``)."""
+        value = self._value
+        if isinstance(value, jax.core.Tracer):
+            return None
+        return min(value.sharding.device_set, key=lambda d: d.id)
+
+    @property
+    def initial_value(self) -> Any:
+        """The value the variable was created with (an array; TensorFlow has it in graph mode only)."""
+        if getattr(self, "_initial", None) is None:
+            raise RuntimeError(
+                f"tps.Variable {self.name!r}.initial_value: the variable was created inside a traced step "
+                "from a traced value, so its initial value only existed inside that program.\nFix: read it "
+                "with read_value() right after creating it, or create the variable from a concrete value.")
+        return jnp.asarray(self._initial)
+
+    def ref(self) -> VariableRef:
+        """A hashable reference to the variable (``deref()`` gives it back), for sets and dict keys."""
+        return VariableRef(self)
+
+    def __iter__(self) -> Any:
+        if not self._shape:
+            raise TypeError(f"Cannot iterate over a scalar tensor (variable {self.name!r} has shape ()).")
+        value = self.read_value()
+        return iter([value[i] for i in range(self._shape[0])])
+
+    def __copy__(self) -> Variable:
+        # TensorFlow: copy.copy of a variable shares its state (a ResourceVariable returns itself).
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Variable:
+        """A new variable of the same kind on the same strategy, with the current value (as TensorFlow)."""
+        return copying.deep_copy(self, memo)
+
+
+class VariableRef:
+    """A hashable reference to a variable (``tf.Variable.ref()``): equal references name one variable."""
+
+    __slots__ = ("_variable",)
+
+    def __init__(self, variable: Variable):
+        self._variable = variable
+
+    def deref(self) -> Variable:
+        """The variable this reference names."""
+        return self._variable
+
+    def __hash__(self) -> int:
+        return hash(self._variable._id)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, VariableRef) and other._variable is self._variable
+
+    def __repr__(self) -> str:
+        return f"<Reference wrapping {self._variable!r}>"
 
 
 def _binary(op: Any, reflected: bool = False) -> Any:
@@ -396,6 +509,7 @@ def _binary(op: Any, reflected: bool = False) -> Any:
 for _name, _op in {
     "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
     "floordiv": jnp.floor_divide, "mod": jnp.mod, "pow": jnp.power, "matmul": jnp.matmul,
+    "and": jnp.bitwise_and, "or": jnp.bitwise_or, "xor": jnp.bitwise_xor,
 }.items():
     setattr(Variable, f"__{_name}__", _binary(_op))
     setattr(Variable, f"__r{_name}__", _binary(_op, reflected=True))

@@ -1,0 +1,47 @@
+"""``copy.deepcopy`` of a variable: a new variable of the same kind on the same strategy.
+
+TensorFlow's ``deepcopy`` of a ``ResourceVariable`` / ``MirroredVariable`` /
+``SyncOnReadVariable`` makes a new variable with the current value (each
+replica's component for a sync-on-read one), the same name, dtype, trainable
+flag, constraint, synchronization and aggregation, on the same strategy
+(shadow weights, EMA copies and model copies rely on it). The strategy and the
+constraint are shared, not copied; the value is a new buffer with the same
+sharding, so writing one variable leaves the other as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from tpustrategy._src.variables import frames
+
+
+def _copy_array(value: Any) -> Any:
+    if isinstance(value, jax.Array):
+        out = jnp.array(value, copy=True)
+        if out.sharding != value.sharding:
+            out = jax.device_put(out, value.sharding)
+        return out
+    return value
+
+
+def deep_copy(var: Any, memo: dict[int, Any]) -> Any:
+    """A new variable equal to ``var`` now, independent of it from then on."""
+    from tpustrategy._src.variables import variable as variable_module
+
+    if frames.current() is not None or isinstance(var._value, jax.core.Tracer):
+        raise NotImplementedError(
+            f"deepcopy() is only available when eager execution is enabled (variable {var.name!r} was "
+            "copied while a strategy.run / tps.function step was being traced).\nFix: copy the variable "
+            "outside the step, e.g. right after creating it.")
+    new = object.__new__(type(var))
+    new.__dict__.update(var.__dict__)
+    new._id = next(variable_module._uid)
+    new._value = _copy_array(var._value)
+    # TensorFlow's copy starts from the current value: that is its initial value.
+    new._initial = new._value[0] if var._kind == "sync_on_read" else new._value
+    memo[id(var)] = new
+    return new

@@ -1,0 +1,196 @@
+"""Sparse reads and writes of variables: ``sparse_read``, ``gather_nd``, ``scatter_*``, ``scatter_nd_*``.
+
+Every sparse write is expressed as one of the variable's dense writes, so it
+follows the same aggregation rules in every context (``updates``):
+
+- ``scatter_add`` / ``scatter_sub`` / ``scatter_nd_add`` / ``scatter_nd_sub`` are
+  ``assign_add`` / ``assign_sub`` of the dense delta (zeros except at the indices).
+  In a replica function a mirrored variable's deltas are aggregated (SUM adds every
+  replica's, MEAN averages them, ONLY_FIRST_REPLICA takes replica 0's) — TensorFlow's
+  result, since its aggregated IndexedSlices are the concatenated rows.
+- the others (``scatter_update``, ``scatter_min`` / ``max`` / ``mul`` / ``div``,
+  ``scatter_nd_update`` / ``min`` / ``max``, ``batch_scatter_update``) compute the new
+  value from the current one and ``assign`` it. On a mirrored variable with SUM or
+  MEAN aggregation they raise TensorFlow's ``NotImplementedError``; with
+  ONLY_FIRST_REPLICA replica 0's update applies; with NONE the update must be the
+  same on every replica (our rule for ``assign``).
+
+A sync-on-read variable is updated in its replica's component in replica
+context; in cross-replica context the op acts on its aggregated value (as
+``assign`` does; TensorFlow refuses scatters on sync-on-read variables).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tpustrategy._src.variables import updates
+from tpustrategy._src.variables.enums import VariableAggregation
+from tpustrategy._src.variables.indexed_slices import IndexedSlices
+
+_SCATTER_ERROR = ("{op_name} is only supported for mirrored variable (variable created within certain "
+                  "`tf.distribute.Strategy` scope) with NONE or `ONLY_FIRST_REPLICA` aggregation, got: "
+                  "{aggregation}.")
+
+
+def _check_aggregation(var: Any, op_name: str) -> None:
+    if var._kind == "mirrored" and var.aggregation not in (
+            VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA):
+        raise NotImplementedError(
+            _SCATTER_ERROR.format(op_name=op_name, aggregation=var.aggregation)
+            + f"\nFix: use scatter_add / scatter_sub (aggregated), or create {var.name!r} with "
+            "aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA.")
+
+
+def _slices(var: Any, op_name: str, sparse_delta: Any) -> tuple[Any, Any]:
+    if not isinstance(sparse_delta, IndexedSlices):
+        raise TypeError(
+            f"Variable.{op_name}: Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: "
+            f"{sparse_delta!r:.120} (variable {var.name!r}).\nFix: pass "
+            "tps.IndexedSlices(values=..., indices=...), or use scatter_nd_* with (indices, updates).")
+    return sparse_delta.indices, sparse_delta.values
+
+
+def _indices(var: Any, op_name: str, indices: Any, index_depth: int | None) -> Any:
+    idx = jnp.asarray(indices)
+    if not jnp.issubdtype(idx.dtype, jnp.integer):
+        raise TypeError(
+            f"Variable.{op_name}: indices must be integers. Received: indices of dtype {idx.dtype} "
+            f"(variable {var.name!r}).\nFix: pass integer indices, e.g. jnp.asarray(i, jnp.int32).")
+    depth = 1 if index_depth is None else index_depth
+    if index_depth is not None and (idx.ndim == 0 or depth > len(var.shape)):
+        raise ValueError(
+            f"Variable.{op_name}: indices of shape {tuple(idx.shape)} index {depth if idx.ndim else 0} "
+            f"dimension(s), but variable {var.name!r} has shape {var.shape}; the last dimension of the "
+            f"indices must be between 1 and {len(var.shape)}.\nFix: pass indices of shape [..., k] with k <= rank.")
+    if not isinstance(idx, jax.core.Tracer):
+        host = np.asarray(idx)
+        flat = host.reshape(-1, depth) if index_depth is not None else host.reshape(-1, 1)
+        for column in range(depth):
+            bound = var.shape[column]
+            bad = np.flatnonzero((flat[:, column] < 0) | (flat[:, column] >= bound))
+            if bad.size:
+                from tpustrategy._src.errors import InvalidArgumentError
+
+                raise InvalidArgumentError(
+                    None, None,
+                    f"Variable.{op_name}: indices[{int(bad[0])}] = {flat[int(bad[0])].tolist()} is not in "
+                    f"[0, {bound}) (variable {var.name!r} of shape {var.shape}).\nFix: pass indices inside "
+                    "the variable's shape (TensorFlow refuses out-of-range indices too).")
+    return idx
+
+
+def _values(var: Any, op_name: str, values: Any, target_shape: tuple[int, ...]) -> Any:
+    vals = jnp.asarray(values)
+    updates.check_value(var, op_name, vals, target_shape)
+    return jnp.broadcast_to(vals.astype(var.dtype), target_shape)
+
+
+def _current(var: Any) -> Any:
+    return jnp.asarray(var.read_value())
+
+
+def _apply_rows(var: Any, op_name: str, sparse_delta: Any) -> Any:
+    """The new value of ``var`` after a row-wise scatter (update/min/max/mul/div)."""
+    _check_aggregation(var, op_name)  # TensorFlow checks the aggregation first
+    indices, values = _slices(var, op_name, sparse_delta)
+    idx = _indices(var, op_name, indices, None)
+    vals = _values(var, op_name, values, tuple(idx.shape) + tuple(var.shape[1:]))
+    current = _current(var)
+    at = current.at[idx]
+    if op_name == "scatter_update":
+        return at.set(vals)
+    if op_name == "scatter_min":
+        return at.min(vals)
+    if op_name == "scatter_max":
+        return at.max(vals)
+    if op_name == "scatter_mul":
+        return at.multiply(vals)
+    # scatter_div: divide by the product of every update of a row (repeated indices divide in turn).
+    denominator = jnp.ones_like(current).at[idx].multiply(vals)
+    if jnp.issubdtype(current.dtype, jnp.integer):
+        return jax.lax.div(current, denominator)  # TensorFlow's integer division truncates
+    return current / denominator
+
+
+def scatter(var: Any, op_name: str, sparse_delta: Any) -> Any:
+    """``scatter_add`` / ``sub`` / ``update`` / ``min`` / ``max`` / ``mul`` / ``div`` of ``var``."""
+    if op_name in ("scatter_add", "scatter_sub"):
+        indices, values = _slices(var, op_name, sparse_delta)
+        idx = _indices(var, op_name, indices, None)
+        vals = _values(var, op_name, values, tuple(idx.shape) + tuple(var.shape[1:]))
+        delta = jnp.zeros(var.shape, var.dtype).at[idx].add(vals)
+        method = "assign_add" if op_name == "scatter_add" else "assign_sub"
+        updates.write(var, method, delta, True, label=op_name)
+        return var
+    updates.write(var, "assign", _apply_rows(var, op_name, sparse_delta), True, label=op_name)
+    return var
+
+
+def batch_scatter_update(var: Any, sparse_delta: Any) -> Any:
+    """``ref[b..., indices[b..., i]] = values[b..., i]``: the last index dimension picks rows per batch."""
+    op_name = "batch_scatter_update"
+    _check_aggregation(var, op_name)  # TensorFlow checks the aggregation first
+    indices, values = _slices(var, op_name, sparse_delta)
+    idx = jnp.asarray(indices)
+    if idx.ndim == 0 or idx.ndim > len(var.shape):
+        raise ValueError(
+            f"Variable.{op_name}: indices of shape {tuple(idx.shape)} need rank between 1 and the variable's "
+            f"rank {len(var.shape)} (variable {var.name!r} of shape {var.shape}).\nFix: pass indices of shape "
+            "[batch..., m] whose batch dimensions match the variable's leading ones.")
+    batch = tuple(idx.shape[:-1])
+    if batch != tuple(var.shape[:len(batch)]):
+        raise ValueError(
+            f"Variable.{op_name}: the batch dimensions {batch} of the indices do not match the variable's "
+            f"leading dimensions {tuple(var.shape[:len(batch)])} (variable {var.name!r}).\nFix: pass indices "
+            "of shape [d_0, ..., d_{r-2}, m] with the variable's first r-1 dimensions.")
+    if not isinstance(idx, jax.core.Tracer):
+        _indices(_Row(var, len(batch)), op_name, idx, None)
+    grids = jnp.indices(idx.shape, sparse=True)[:-1]
+    where = tuple(g for g in grids) + (idx,)
+    target = tuple(idx.shape) + tuple(var.shape[len(batch) + 1:])
+    vals = _values(var, op_name, values, target)
+    updates.write(var, "assign", _current(var).at[where].set(vals), True, label=op_name)
+    return var
+
+
+class _Row:
+    """The view of a variable whose first dimension is ``var.shape[axis]`` (for index checks)."""
+
+    def __init__(self, var: Any, axis: int):
+        self.name = var.name
+        self.shape = tuple(var.shape[axis:])
+
+
+def scatter_nd(var: Any, op_name: str, indices: Any, values: Any) -> Any:
+    """``scatter_nd_add`` / ``sub`` / ``update`` / ``min`` / ``max``: ``indices[..., k]`` index ``k`` dimensions."""
+    idx = _indices(var, op_name, indices, int(np.shape(indices)[-1]) if np.ndim(indices) else 0)
+    depth = int(idx.shape[-1])
+    where = tuple(idx[..., j] for j in range(depth))
+    vals = _values(var, op_name, values, tuple(idx.shape[:-1]) + tuple(var.shape[depth:]))
+    if op_name in ("scatter_nd_add", "scatter_nd_sub"):
+        delta = jnp.zeros(var.shape, var.dtype).at[where].add(vals)
+        updates.write(var, "assign_add" if op_name == "scatter_nd_add" else "assign_sub", delta, True,
+                      label=op_name)
+        return var
+    _check_aggregation(var, op_name)
+    at = _current(var).at[where]
+    new = {"scatter_nd_update": at.set, "scatter_nd_min": at.min, "scatter_nd_max": at.max}[op_name](vals)
+    updates.write(var, "assign", new, True, label=op_name)
+    return var
+
+
+def sparse_read(var: Any, indices: Any) -> Any:
+    """Rows ``indices`` of the variable's value in the current context (``tf.gather(v, indices)``)."""
+    idx = _indices(var, "sparse_read", indices, None)
+    return jnp.take(_current(var), idx, axis=0)
+
+
+def gather_nd(var: Any, indices: Any) -> Any:
+    """``v[indices[..., 0], ..., indices[..., k-1]]`` (``tf.gather_nd(v, indices)``)."""
+    idx = _indices(var, "gather_nd", indices, int(np.shape(indices)[-1]) if np.ndim(indices) else 0)
+    return _current(var)[tuple(idx[..., j] for j in range(int(idx.shape[-1])))]
