@@ -162,9 +162,11 @@ def adapter_class() -> type:
             if strategy is not None and not is_distributed_dataset(x) and not self._direct:
                 x = strategy.experimental_distribute_dataset(x)
             self._source = x
-            n = x.cardinality() if hasattr(x, "cardinality") else -2
-            n = int(n)
-            self._num_batches = steps if steps else (n if n >= 0 else None)
+            # Keras's rule for datasets (its tf.data adapter): the dataset's own cardinality, None when
+            # infinite or unknown, whatever `steps_per_epoch` says; so with `ds.repeat()` and
+            # `steps_per_epoch` Keras's epoch iterator keeps one iterator across epochs.
+            n = int(x.cardinality()) if hasattr(x, "cardinality") else -2
+            self._num_batches = n if n >= 0 else None
 
         def get_jax_iterator(self) -> Any:
             if self._strategy is None:
