@@ -11,14 +11,13 @@ the bound is free.
 from __future__ import annotations
 
 import collections
-import threading
 from typing import Any
 
 import jax
 
 from tpustrategy._src import config
+from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
 
-_lock = threading.Lock()
 _pending: collections.deque[Any] = collections.deque()
 _limit: int | None = None
 
@@ -56,13 +55,14 @@ def track(outputs: Any) -> None:
 
 def track_array(token: Any) -> None:
     """Records one dispatched program by one of its output arrays (tracers are ignored)."""
-    if not isinstance(token, jax.Array) or isinstance(token, jax.core.Tracer):
+    if type(token) is not _ArrayImpl and (not isinstance(token, jax.Array) or isinstance(token, jax.core.Tracer)):
         return
     limit = _limit if _limit is not None else _max_in_flight()
-    oldest = []
-    with _lock:
-        _pending.append(token)
-        while len(_pending) > limit:
-            oldest.append(_pending.popleft())
-    for arr in oldest:
-        wait(arr)
+    # deque.append / popleft are atomic: threads may record programs concurrently.
+    _pending.append(token)
+    while len(_pending) > limit:
+        try:
+            oldest = _pending.popleft()
+        except IndexError:  # another thread took it
+            return
+        wait(oldest)

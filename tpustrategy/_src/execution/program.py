@@ -26,6 +26,7 @@ from tpustrategy._src.execution import dispatch
 from tpustrategy._src.execution.outputs import Kind, OutKind
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import PER_REPLICA
+from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
@@ -107,10 +108,17 @@ class Program:
     # Dynamic results (by index) that also come back as per-device copies (``uniform.local_copies``).
     local_copies: list[int] | None = None
 
+    def __post_init__(self) -> None:
+        placement = self.placement
+        self._in_targets = ([placement.split if s else placement.replicated for s in self.in_split]
+                            if placement is not None else [])
+
     def __call__(self, arrays: list[Any], extra: list[Any] = ()) -> Any:
         placement = self.placement
         if placement is not None:
-            arrays = [placement.put(x, s) for x, s in zip(arrays, self.in_split)]
+            put_to = placement.put_to
+            arrays = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
+                      for x, t in zip(arrays, self._in_targets)]
             var_inputs = [placement.put_variable(v) for v in self.variables]
             if extra:
                 extra = [placement.put(x, s) for x, s in zip(extra, self.extra_split)]

@@ -1,21 +1,30 @@
 """``strategy.run``: the tracer with one replica function, and the choice of back end.
 
-Per call: classify the inputs; look up the program for (function, signature);
-on a miss, trace the replica function (``trace.ReplicaView``) and build the
-uniform program — or, when the per-replica inputs differ in shape, trace it
-once per class of replica shapes and build the ragged program. A replica
-function that needs concrete per-replica Python values, or that the ragged
-back end cannot cut, runs on the eager back end with one warning (outside
-``tps.function``; inside it there is no eager fallback and the error says why).
+``ReplicaRunner.call`` is the whole replica path; ``Strategy.run`` only validates its
+arguments. Per call: a call whose fast key (``entry.fast_key``: kinds, shapes, dtypes)
+has a program goes straight to it. Otherwise classify the inputs; look up the program
+for (function, signature); on a miss, trace the replica function
+(``trace.ReplicaView``) and build the uniform program — or, when the per-replica inputs
+differ in shape, trace it once per class of replica shapes and build the ragged
+program. A replica function that needs concrete per-replica Python values, or that the
+ragged back end cannot cut, runs on the eager back end with one warning (outside
+``tps.function``; inside it there is no eager fallback and the error says why): the
+choice is ``entry.replica_fallback``'s ``Decision``.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import warnings
 from typing import Any
 
-from tpustrategy._src.execution import eager, ragged, signature, trace, uniform
+import jax
+
+from tpustrategy._src import config
+from tpustrategy._src.context import stack as context
+from tpustrategy._src.execution import eager, entry, host_values, ragged, signature, trace, uniform
+from tpustrategy._src.execution.entry import NeedsEager, name_of
 from tpustrategy._src.execution.program import Placement, Program
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.variables import frames
@@ -25,57 +34,95 @@ _CACHE_SIZE = 128
 # warn: a new lambda per call recompiles every call.
 RETRACE_WARNING_AFTER = 5
 
-
-def name_of(fn: Any) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-
-
-class NeedsEager(Exception):
-    """The replica function cannot be compiled; carries the reason for the warning."""
-
-    def __init__(self, reason: str, cause: BaseException):
-        super().__init__(reason)
-        self.reason = reason
-        self.cause = cause
+__all__ = ["NeedsEager", "ReplicaRunner", "name_of"]
 
 
 class ReplicaRunner:
-    """Per-strategy cache of compiled replica programs."""
+    """Per-strategy cache of compiled replica programs, and the replica path of ``strategy.run``."""
 
     def __init__(self, strategy: ReplicaStrategy):
         self._strategy = strategy
         self._cache: collections.OrderedDict[Any, tuple[Any, Program]] = collections.OrderedDict()
+        self._fast = entry.FastCache(2 * _CACHE_SIZE)
         self._states: dict[int, tuple[Any, trace.TraceState]] = {}
         self._eager_only: dict[int, Any] = {}
         self._builds_per_code: dict[Any, set[int]] = {}
         self._warned_codes: set[Any] = set()
+        # Fixed once the strategy's devices exist (the backend is started): the fast path is
+        # one process's (across processes every call agrees on host-built shapes first).
+        self._one_process = jax.process_count() == 1
+        self._split: Any = None
 
     # Calling ----------------------------------------------------------------------------
-    def run(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
+        """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica
+        context already checked): the fast path, else classify, build, call or fall back."""
+        key = None
+        if self._one_process and frames.current() is None and not config.functions_run_eagerly():
+            quick = entry.fast_key(args, kwargs, self._split_sharding())
+            if quick is not None:
+                key, arrays = quick
+                program = self._fast.get(fn, key)
+                if program is not None:
+                    return program(arrays)
+        with self._entered():
+            if not self._one_process and frames.current() is None:
+                host_values.agree_on_shapes((args, kwargs))
+            if config.functions_run_eagerly() or self.needs_eager(fn):
+                return self.run_eagerly(fn, args, kwargs)
+            try:
+                return self.run(fn, args, kwargs, key)
+            except (NeedsEager, *entry.CONCRETIZATION_ERRORS) as e:
+                decision = entry.replica_fallback(fn, e, in_function=frames.current() is not None)
+                if decision is None:
+                    raise
+                if decision.action is entry.Action.RAISE:
+                    raise decision.error from decision.cause  # type: ignore[misc]
+                self.mark_eager(fn, decision.reason)
+                return self.run_eagerly(fn, args, kwargs)
+
+    def _entered(self) -> contextlib.AbstractContextManager[Any]:
+        """The strategy's cross-replica entry while the function is traced or run eagerly."""
+        found = context.current_entry()
+        if found is not None and found.strategy is self._strategy:
+            return contextlib.nullcontext()
+        return context.push(self._strategy, None)
+
+    def _split_sharding(self) -> Any:
+        if self._split is None:
+            placement = Placement.of(self._strategy)
+            self._split = placement.split if placement is not None else None
+        return self._split
+
+    def run(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
+            fast: tuple[Any, ...] | None = None) -> Any:
+        """The compiled path (classify, look up or build, call); ``fast``: the call's fast key."""
         strategy = self._strategy
         placement = Placement.of(strategy)
         frame = frames.current()
         if frame is not None:
             frame.note_strategy(strategy)
         try:
-            inputs = signature.classify((tuple(args), kwargs), placement.split)
+            inputs = signature.classify((tuple(args), kwargs), placement.split if placement else None)
         except signature.PythonComponents as e:
             # TensorFlow hands each replica its own Python value; only the eager path can.
             raise NeedsEager(str(e), e) from e
         key = (id(fn), inputs.key)
-        entry = self._cache.get(key)
-        if entry is None or entry[0] is not fn:
+        found = self._cache.get(key)
+        if found is None or found[0] is not fn:
             program = self._build(fn, inputs)
             if not program.one_shot:
                 self._cache[key] = (fn, program)
                 if len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
         else:
-            program = entry[1]
+            program = found[1]
             self._cache.move_to_end(key)
+        if fast is not None and not program.one_shot:
+            self._fast.put(fn, fast, program)
         return program(inputs.arrays)
 
-    def run_eagerly(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def run_eagerly(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         return eager.run_eagerly(self._strategy, fn, tuple(args), kwargs)
 
     # Building ------------------------------------------------------------------------------
@@ -118,7 +165,7 @@ class ReplicaRunner:
                 "object, so every call compiles again.\nFix: define the replica function once, outside the "
                 "loop, and pass what changes as arguments.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=6,
             )
 
     # Eager fallback ------------------------------------------------------------------------
@@ -139,6 +186,7 @@ class ReplicaRunner:
                 "strategy.scope()), or call tps.config.run_functions_eagerly(True) before the first step."
             )
         self._eager_only[id(fn)] = fn
+        self._fast.forget(fn)
         warnings.warn(
             f"strategy.run: {name_of(fn)!r} cannot be compiled into one program: {reason}. It now runs "
             "eagerly, one thread per replica (slower).\nFix: use jnp.where / jax.lax.cond instead of Python "

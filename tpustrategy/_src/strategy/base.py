@@ -1,8 +1,10 @@
 """``Strategy``: the cross-replica API shared by every strategy.
 
-A strategy owns a 1-D ``jax.sharding.Mesh`` over its replicas' devices (axis
-``"replica"``). ``run`` compiles the replica function into one program over
-that mesh (or runs it eagerly, one thread per replica, for ragged inputs);
+A strategy owns a ``jax.sharding.Mesh`` over its replicas' devices (axis
+``"replica"``, and ``"core"`` when a replica has several cores). ``run`` validates
+its arguments and hands the call to ``execution.runner.ReplicaRunner.call``, which
+compiles the replica function into one program over that mesh (uniform or ragged)
+or, when it cannot be compiled, runs it eagerly (one thread per replica);
 ``reduce`` and friends combine the results.
 """
 
@@ -15,25 +17,17 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src import config
 from tpustrategy._src.context import extensions
 from tpustrategy._src.execution import dispatch, host_values
-from tpustrategy._src.execution.runner import NeedsEager, ReplicaRunner
-from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
-from tpustrategy._src.replica import across_processes
+from tpustrategy._src.execution.runner import ReplicaRunner
+from tpustrategy._src.reduce_op import canonical_reduce_op
 from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.reduce import reduce_value
 from tpustrategy._src.strategy.run_options import check_run_options
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
-from tpustrategy._src.variables import frames
 
 _NO_AXIS = object()
-# Raised while tracing when the replica function uses a per-replica value as a
-# Python value (``if replica_id == 0:``, ``int(x)``): TF's MirroredStrategy runs
-# such code per replica, so ``run`` does too (the eager path), with a warning.
-_CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                          jax.errors.TracerIntegerConversionError)
 
 
 class ValueContext:
@@ -170,46 +164,21 @@ class Strategy:
           ValueError: if ``args`` is not a list or tuple.
           RuntimeError: inside a replica function, or inside another strategy's scope.
         """
-        if not isinstance(args, (tuple, list)):
+        if type(args) is not tuple and not isinstance(args, (tuple, list)):
             # TensorFlow's exact text (programs and tests match on it).
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
         if not callable(fn):
             raise TypeError(
                 f"strategy.run: `fn` must be a callable (the replica function). Received: fn={fn!r:.60}."
                 "\nFix: pass the function itself, e.g. strategy.run(step, args=(x,)), not its result.")
-        check_run_options(options)
+        if options is not None:
+            check_run_options(options)
         if kwargs is None:
             kwargs = {}
-        if not isinstance(kwargs, dict):
+        elif not isinstance(kwargs, dict):
             raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")  # TensorFlow's text
-        with self._enter_for("run"):
-            if across_processes.multi_process() and frames.current() is None:
-                host_values.agree_on_shapes((args, kwargs))
-            if config.functions_run_eagerly() or self._runner.needs_eager(fn):
-                return self._runner.run_eagerly(fn, args, kwargs)
-            try:
-                return self._runner.run(fn, args, kwargs)
-            except NeedsEager as e:
-                if frames.current() is not None:
-                    raise ValueError(
-                        f"strategy.run inside tps.function: the replica function cannot be compiled, because "
-                        f"{e.reason}; inside tps.function there is no eager fallback.\nFix: call strategy.run "
-                        "outside tps.function for this step, or keep collectives out of loops and conditionals."
-                    ) from e.cause
-                self._runner.mark_eager(fn, e.reason)
-                return self._runner.run_eagerly(fn, args, kwargs)
-            except _CONCRETIZATION_ERRORS as e:
-                from tpustrategy._src.function import dynamic_shape_error
-
-                if frames.current() is not None:  # inside tps.function there is no eager fallback
-                    found = dynamic_shape_error(f"strategy.run({getattr(fn, '__qualname__', fn)})", e)
-                    if found is not None:
-                        raise found from e
-                    raise
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                self._runner.mark_eager(fn, f"it uses a per-replica value as a Python value "
-                                            f"({type(e).__name__}: {first})")
-                return self._runner.run_eagerly(fn, args, kwargs)
+        context.require_cross_replica_or_default(self, "run")
+        return self._runner.call(fn, args, kwargs)
 
     experimental_run_v2 = run
 
@@ -333,9 +302,6 @@ class Strategy:
         from tpustrategy._src.execution.program import Placement
 
         return Placement.of(self).split
-
-    def _reduce_op(self, op: Any) -> ReduceOp:
-        return canonical_reduce_op(op)
 
 
 class StrategyScope:

@@ -152,13 +152,14 @@ class DistributedValues:
         self._home = split_sharding
 
     @property
-    def home(self) -> Any:
-        """The replica-axis sharding of the strategy that built the value, if recorded."""
-        return self._home
+    def has_stacked(self) -> bool:
+        """Whether the value holds its ``[R, ...]`` stacked array (built, or made by a program)."""
+        return self._stacked is not None
 
     @property
-    def has_stacked(self) -> bool:
-        return self._stacked is not None
+    def padded_shapes(self) -> tuple[Shape, ...] | None:
+        """Each replica's true shape when the stacked array is padded to them, else None."""
+        return self._shapes
 
     def stacked_array(self, sharding: Any = None) -> Any:
         """The ``[R, ...]`` array of the components (zero-padded when ragged).

@@ -1,0 +1,218 @@
+"""What both entries of compiled user code share: the per-call fast key and the fallback decision.
+
+User code is compiled in one place: ``runner.ReplicaRunner`` (``strategy.run``) and
+``cross.CrossFunction`` (``tps.function``). Both
+
+- look a call up by its **fast key** first (``fast_key``): the kinds, shapes and
+  dtypes of the arguments read straight off a flat structure of arrays, distributed
+  values and Python scalars — no pytree walk, no ``signature.Inputs`` — and, when a
+  program was built for that key, call it at once (``Program.__call__``). Anything
+  else (nested containers beyond tuples, lists and dicts, objects, host-built
+  ``PerReplica`` values not stacked yet, tracers) has no fast key and takes the
+  classifying path, which builds the program the next fast call finds;
+- turn an error met while tracing into a ``Decision`` (``replica_fallback``,
+  ``cross_fallback``): compile again (``RETRY``), run eagerly (``EAGER``) or raise
+  (``RAISE``), each with its reason. ``CONCRETIZATION_ERRORS`` is the one list of
+  errors that mean "a traced value was used as a Python value".
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
+from tpustrategy._src.values.distributed import Mirrored, PerReplica
+
+# A traced value used as a Python value (``if x > 0:``, ``int(x)``, ``range(n)``, ``np.asarray(x)``);
+# ``TracerBoolConversionError`` is a ``ConcretizationTypeError``.
+CONCRETIZATION_ERRORS: tuple[type[BaseException], ...] = (
+    jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError)
+
+
+def name_of(fn: Any) -> str:
+    """The user's name for ``fn`` (qualified name, else its repr)."""
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+# The fast key ----------------------------------------------------------------------------------
+_SCALARS = (int, float, bool, str, type(None))
+_NO_KEY = None
+
+
+def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
+             split: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
+    """The fast key of a call and its dynamic inputs (in ``signature.classify`` order), or None.
+
+    Equal fast keys imply equal ``signature.classify`` keys: each array contributes its
+    type, shape, dtype and weak type; a stacked ``PerReplica`` its stacked shape, dtype and
+    (ragged) true shapes; a ``Mirrored`` its replicated array's; a Python scalar its type
+    and value; containers their type and length (dicts their sorted keys).
+
+    Args:
+      args: the positional arguments.
+      kwargs: the keyword arguments.
+      split: the replica-axis sharding stacked values are placed on (as ``classify``).
+    """
+    key: list[Any] = []
+    arrays: list[Any] = []
+    if not _add(args, key, arrays, split):
+        return None
+    if kwargs and not _add(kwargs, key, arrays, split):
+        return None
+    return tuple(key), arrays
+
+
+def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
+    t = type(x)
+    if t is _ArrayImpl:
+        key.append((t, x.shape, x.dtype, x.weak_type))
+        arrays.append(x)
+    elif t is PerReplica:
+        if not x.has_stacked or x.is_traced:
+            return False
+        stacked = x.stacked_array(split)
+        key.append((t, stacked.shape, stacked.dtype, x.padded_shapes))
+        arrays.append(stacked)
+    elif t is Mirrored:
+        value = x.replicated_array
+        if type(value) is not _ArrayImpl:
+            return False
+        key.append((t, value.shape, value.dtype, value.weak_type, x.num_replicas))
+        arrays.append(value)
+    elif t in _SCALARS:
+        key.append((t, x))
+    elif t is tuple or t is list:
+        key.append((t, len(x)))
+        for item in x:
+            if not _add(item, key, arrays, split):
+                return False
+    elif t is dict:
+        try:
+            names = sorted(x)
+        except TypeError:
+            return False
+        key.append((t, tuple(names)))
+        for name in names:
+            if not _add(x[name], key, arrays, split):
+                return False
+    elif t is np.ndarray and x.dtype.kind in "biufc":
+        key.append((t, x.shape, x.dtype))
+        arrays.append(x)
+    else:
+        return False
+    return True
+
+
+class FastCache:
+    """Programs by (function, fast key); the function object is kept to rule out reused ids."""
+
+    def __init__(self, size: int):
+        self._size = size
+        self._entries: dict[tuple[int, tuple[Any, ...]], tuple[Any, Any]] = {}
+
+    def get(self, fn: Any, key: tuple[Any, ...]) -> Any:
+        found = self._entries.get((id(fn), key))
+        return found[1] if found is not None and found[0] is fn else None
+
+    def put(self, fn: Any, key: tuple[Any, ...], value: Any) -> None:
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[(id(fn), key)] = (fn, value)
+
+    def forget(self, fn: Any) -> None:
+        for k in [k for k, (f, _) in self._entries.items() if f is fn]:
+            del self._entries[k]
+
+
+# Fallback decisions --------------------------------------------------------------------------
+class Action(enum.Enum):
+    """What a failed compile becomes."""
+
+    RETRY = "retry"  # compile again (tps.function: scalar arguments made static)
+    EAGER = "eager"  # run the replica function on the eager back end
+    RAISE = "raise"  # raise ``Decision.error``
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A fallback decision: the action, why, and (``RAISE``) the error, raised from ``cause``."""
+
+    action: Action
+    reason: str = ""
+    error: BaseException | None = None
+    cause: BaseException | None = None
+
+
+class NeedsEager(Exception):
+    """The replica function cannot be compiled; carries the reason for the warning."""
+
+    def __init__(self, reason: str, cause: BaseException):
+        super().__init__(reason)
+        self.reason = reason
+        self.cause = cause
+
+
+def replica_fallback(fn: Any, error: BaseException, in_function: bool) -> Decision | None:
+    """What a replica function's failed compile becomes (None: not a fallback case, re-raise).
+
+    Outside ``tps.function`` it runs eagerly (TensorFlow's MirroredStrategy runs such code
+    per replica); inside, there is no eager fallback and the error says why.
+    """
+    if isinstance(error, NeedsEager):
+        if in_function:
+            return Decision(Action.RAISE, error.reason, ValueError(
+                f"strategy.run inside tps.function: the replica function cannot be compiled, because "
+                f"{error.reason}; inside tps.function there is no eager fallback.\nFix: call strategy.run "
+                "outside tps.function for this step, or keep collectives out of loops and conditionals."),
+                error.cause)
+        return Decision(Action.EAGER, error.reason)
+    if isinstance(error, CONCRETIZATION_ERRORS):
+        if in_function:
+            found = dynamic_shape_error(f"strategy.run({name_of(fn)})", error)
+            return Decision(Action.RAISE, "dynamic shape", found, error) if found is not None else None
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return Decision(Action.EAGER, f"it uses a per-replica value as a Python value "
+                                      f"({type(error).__name__}: {first})")
+    return None
+
+
+def cross_fallback(fn: Any, error: BaseException, can_make_static: bool) -> Decision:
+    """What a ``tps.function``'s concretization error becomes: scalar arguments made static
+    (``RETRY``) when it has any not yet static, else a ``RAISE`` naming the fix."""
+    if can_make_static:
+        return Decision(Action.RETRY, type(error).__name__)
+    found = dynamic_shape_error(f"tps.function({name_of(fn)})", error)
+    if found is not None:
+        return Decision(Action.RAISE, "dynamic shape", found, error)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return Decision(Action.RAISE, "python value", TypeError(
+        f"tps.function({name_of(fn)}): the function uses an array argument or a computed "
+        f"value as a Python value ({type(error).__name__}: {first}). Inside tps.function arrays are traced: "
+        "`range(n)`, `int(x)`, `if x > 0:` and NumPy calls on them have no value at trace time.\nFix: pass "
+        "loop counts and flags as Python ints/bools (they become part of the signature and retrace when "
+        "they change), or use jax.lax.fori_loop / jax.lax.cond / jnp.where on arrays."), error)
+
+
+_DYNAMIC_SHAPE = re.compile(r"The size argument of (\S+) must be statically specified")
+
+
+def dynamic_shape_error(api: str, error: BaseException) -> ValueError | None:
+    """The error for an op whose result shape depends on values (``jnp.argwhere``), or None."""
+    found = _DYNAMIC_SHAPE.search(str(error))
+    if found is None:
+        return None
+    op = found.group(1)
+    return ValueError(
+        f"{api}: {op} (also behind jnp.argwhere, jnp.where(x) with one argument, jnp.unique, boolean "
+        "indexing) gives a result whose shape depends on the values, and an XLA program has static "
+        f"shapes, so it cannot run inside a compiled step.\nFix: give the size, e.g. {op}(x, "
+        "size=n, fill_value=-1), or use a mask (jnp.where(cond, x, 0), x * mask), or compute it "
+        "outside tps.function / strategy.run on concrete arrays."
+    )
