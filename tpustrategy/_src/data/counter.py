@@ -84,3 +84,7 @@ class _CounterIterator(NodeIterator):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._next = int(check_state(state, ("next",), "counter")["next"])
+
+
+Counter = CounterDataset
+"""``tf.data.experimental.Counter``: the same as `Dataset.counter`."""
