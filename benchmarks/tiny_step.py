@@ -2,7 +2,9 @@
 
 The step is an all-reduce (SUM) of 8 floats per replica, 8 replicas: almost no
 compute, so the time per call is the cost of getting a step onto the devices and
-its result back. Inputs are a host-built ``tps.PerReplica`` passed again every call
+its result back. A second step also writes the sum to a mirrored ``tps.Variable``
+every call (hand-written: the state array passed in and its new value returned).
+Goal (synchronised, quiet machine): overhead <= +20 µs/call for both steps. Inputs are a host-built ``tps.PerReplica`` passed again every call
 (ours) and an array already sharded over the devices (hand-written); outputs are
 the Mirrored sum (ours) and the replicated sum (hand-written,
 ``jax.jit(jax.shard_map(psum, ..., check_vma=False))``).
@@ -57,21 +59,48 @@ def tiny_cases(strategy):
     def function_step(x):
         return strategy.run(all_reduce, (x,))
 
+    # The same all-reduce, its result also written to a mirrored variable every call.
+    with strategy.scope():
+        total = tps.Variable(np.zeros(8, np.float32))
+
+    def all_reduce_and_write(x):
+        s = tps.get_replica_context().all_reduce("SUM", x)
+        total.assign(s)
+        return s
+
+    @tps.function
+    def function_write_step(x):
+        return strategy.run(all_reduce_and_write, (x,))
+
     hand = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "replica")[0], mesh=mesh,
                                  in_specs=P("replica"), out_specs=P(), check_vma=False))
+    # Hand-written state: the variable's array in, its new value out (replicated), kept by the caller.
+    hand_write = jax.jit(jax.shard_map(lambda w, x: (jax.lax.psum(x, "replica")[0],) * 2, mesh=mesh,
+                                       in_specs=(P(), P("replica")), out_specs=(P(), P()), check_vma=False))
     vs = jax.device_put(v, NamedSharding(mesh, P("replica")))
+    state = [jax.device_put(np.zeros(8, np.float32), NamedSharding(mesh, P()))]
+
+    def hand_write_step():
+        out, state[0] = hand_write(state[0], vs)
+        return out
+
     steps = {"run": lambda: strategy.run(all_reduce, (v_pr,)),
              "function": lambda: function_step(v_pr),
-             "hand": lambda: hand(vs)}
+             "hand": lambda: hand(vs),
+             "run_write": lambda: strategy.run(all_reduce_and_write, (v_pr,)),
+             "function_write": lambda: function_write_step(v_pr),
+             "hand_write": hand_write_step}
 
     def check():
         want = v.sum(axis=0)
         np.testing.assert_allclose(np.asarray(steps["hand"]()), want)
-        for name in ("run", "function"):
+        np.testing.assert_allclose(np.asarray(steps["hand_write"]()), want)
+        for name in ("run", "function", "run_write", "function_write"):
             out = steps[name]()
             assert isinstance(out, tps.Mirrored), (name, type(out))
             for component in strategy.experimental_local_results(out):
                 np.testing.assert_allclose(np.asarray(component), want, err_msg=name)
+        np.testing.assert_allclose(np.asarray(total.read_value()), want)
 
     return steps, check
 
@@ -142,11 +171,15 @@ def main() -> None:
     for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
         res = _common.side_by_side({name: (lambda s=s, timed=timed: us([timed(s, iters)])[0]) for name, s in steps.items()},
                                    rounds)
-        for key, label in (("run", "strategy.run"), ("function", "tps.function")):
-            diff = [o - h for o, h in zip(res[key], res["hand"])]
+        for key, label, hand_key, what in (
+                ("run", "strategy.run", "hand", "all-reduce of 8 floats"),
+                ("function", "tps.function", "hand", "all-reduce of 8 floats"),
+                ("run_write", "strategy.run", "hand_write", "all-reduce of 8 floats, mirrored variable written"),
+                ("function_write", "tps.function", "hand_write", "all-reduce of 8 floats, mirrored variable written")):
+            diff = [o - h for o, h in zip(res[key], res[hand_key])]
             rows.append(_common.row(
-                f"tiny step (all-reduce of 8 floats): {label} vs jit(shard_map), {mode}",
-                res[key], res["hand"], "µs/call",
+                f"tiny step ({what}): {label} vs jit(shard_map), {mode}",
+                res[key], res[hand_key], "µs/call",
                 note=f"overhead {statistics.median(diff):+.0f} µs/call [{min(diff):+.0f}..{max(diff):+.0f}]"))
     check()
 
