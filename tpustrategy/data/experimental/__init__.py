@@ -4,6 +4,24 @@ from tpustrategy._src.data.counter import Counter as Counter
 from tpustrategy._src.data.csv_dataset import CsvDataset as CsvDataset
 from tpustrategy._src.data.directed_interleave import choose_from_datasets as choose_from_datasets
 from tpustrategy._src.data.directed_interleave import sample_from_datasets as sample_from_datasets
+from tpustrategy._src.data.experimental_ops import assert_cardinality as assert_cardinality
+from tpustrategy._src.data.experimental_ops import (
+    bucket_by_sequence_length as bucket_by_sequence_length,
+)
+from tpustrategy._src.data.experimental_ops import dense_to_ragged_batch as dense_to_ragged_batch
+from tpustrategy._src.data.experimental_ops import dense_to_sparse_batch as dense_to_sparse_batch
+from tpustrategy._src.data.experimental_ops import enumerate_dataset as enumerate_dataset
+from tpustrategy._src.data.experimental_ops import get_single_element as get_single_element
+from tpustrategy._src.data.experimental_ops import group_by_reducer as group_by_reducer
+from tpustrategy._src.data.experimental_ops import group_by_window as group_by_window
+from tpustrategy._src.data.experimental_ops import ignore_errors as ignore_errors
+from tpustrategy._src.data.experimental_ops import map_and_batch as map_and_batch
+from tpustrategy._src.data.experimental_ops import pad_to_cardinality as pad_to_cardinality
+from tpustrategy._src.data.experimental_ops import parallel_interleave as parallel_interleave
+from tpustrategy._src.data.experimental_ops import scan as scan
+from tpustrategy._src.data.experimental_ops import take_while as take_while
+from tpustrategy._src.data.experimental_ops import unique as unique
+from tpustrategy._src.data.group_by_reducer import Reducer as Reducer
 from tpustrategy._src.data.options import AUTOTUNE as AUTOTUNE
 from tpustrategy._src.data.options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from tpustrategy._src.data.options import SHARD_HINT as SHARD_HINT
