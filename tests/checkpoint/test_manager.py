@@ -24,7 +24,7 @@ def test_the_guide_loop_keeps_the_last_three_and_finds_them_after_a_restart(tmp_
             saved.append(manager.save())
     assert saved == [os.path.join(directory, f"ckpt-{i}") for i in range(1, 6)]
     assert manager.checkpoints == saved[-3:]
-    assert sorted(os.listdir(directory)) == ["ckpt-3", "ckpt-4", "ckpt-5"]
+    assert sorted(os.listdir(directory)) == ["checkpoint", "ckpt-3", "ckpt-4", "ckpt-5"]  # TF writes the state file too
     # A new process: a new Checkpoint and manager over the same folder.
     with tps.MirroredStrategy().scope():
         step2 = tps.Variable(1)
@@ -98,7 +98,7 @@ def test_managers_with_different_names_share_a_folder_without_touching_each_othe
     for _ in range(3):
         a.save()
     b.save()
-    assert sorted(os.listdir(tmp_path)) == ["a-3", "b-1"]
+    assert sorted(os.listdir(tmp_path)) == ["a-3", "b-1", "checkpoint"]
     assert tps.train.latest_checkpoint(str(tmp_path)) == os.path.join(str(tmp_path), "b-1")
 
 
@@ -113,5 +113,5 @@ def test_keep_checkpoint_every_n_hours_preserves_old_checkpoints(tmp_path, monke
         clock["t"] += 1800  # half an hour between saves
         manager.save()
     # ckpt-2 (1 h after start) and ckpt-4 (1 h after ckpt-2) are preserved; ckpt-6 is the latest.
-    assert sorted(os.listdir(tmp_path)) == ["ckpt-2", "ckpt-4", "ckpt-6"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "ckpt-2", "ckpt-4", "ckpt-6"]
     assert manager.checkpoints == [os.path.join(str(tmp_path), "ckpt-6")]

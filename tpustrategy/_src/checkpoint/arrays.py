@@ -11,10 +11,13 @@ when it is missing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
+
+from tpustrategy._src.errors import DataLossError
 
 INSTALL_HINT = (
     "Fix: pip install 'tpustrategy[checkpoint]' (or pip install orbax-checkpoint), the "
@@ -40,6 +43,30 @@ def save(directory: str, arrays: dict[str, Any], api: str) -> None:
         checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
 
 
+def save_async(directory: str, arrays: dict[str, Any], api: str) -> Callable[[], None]:
+    """Copies ``arrays`` to host memory and starts writing them in orbax's background thread.
+
+    Returns:
+      A function that waits until the files are written (raising the
+      writer's error, if any).
+    """
+    ocp = _orbax(api)
+    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler())
+    try:
+        checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
+    except BaseException:
+        checkpointer.close()
+        raise
+
+    def wait() -> None:
+        try:
+            checkpointer.wait_until_finished()
+        finally:
+            checkpointer.close()
+
+    return wait
+
+
 def load(directory: str, targets: dict[str, Any], api: str) -> dict[str, Any]:
     """Reads the arrays named in ``targets``.
 
@@ -59,6 +86,20 @@ def load(directory: str, targets: dict[str, Any], api: str) -> dict[str, Any]:
         return ocp.RestoreArgs(restore_type=np.ndarray, dtype=t.dtype)
 
     args = {k: restore_args(t) for k, t in targets.items()}
-    with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
-        return dict(checkpointer.restore(
-            directory, args=ocp.args.PyTreeRestore(dict(targets), restore_args=args, partial_restore=True)))
+    try:
+        with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
+            got = dict(checkpointer.restore(
+                directory, args=ocp.args.PyTreeRestore(dict(targets), restore_args=args, partial_restore=True)))
+    except (ValueError, KeyError, TypeError, OSError, RuntimeError, IndexError) as e:
+        raise DataLossError(
+            f"{api}: the array data in {directory} does not match the checkpoint's manifest or is "
+            f"unreadable ({type(e).__name__}: {str(e)[:500]}); nothing was restored.",
+            filename=directory,
+        ) from None
+    absent = sorted(k for k in targets if k not in got or got[k] is targets[k]
+                    or isinstance(got[k], jax.ShapeDtypeStruct))
+    if absent:
+        raise DataLossError(
+            f"{api}: the array data in {directory} lacks {', '.join(absent[:10])} that the "
+            "manifest names; nothing was restored.", filename=directory)
+    return got

@@ -16,14 +16,17 @@ them. See ``graph`` for what is tracked, ``writer``/``reader`` for the protocol.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.checkpoint import deferred, multihost, reader, writer
+from tpustrategy._src.checkpoint import asynchronous, deferred, multihost, reader, writer
+from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.graph import Graph
+from tpustrategy._src.checkpoint.options import CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
 
-_RESERVED = frozenset({"save", "write", "restore", "read", "save_counter"})
+_RESERVED = frozenset({"save", "write", "restore", "read", "save_counter", "sync", "options"})
 
 
 def _check_path(value: Any, api: str, arg: str) -> str:
@@ -50,6 +53,8 @@ class Checkpoint:
         ``distribute_datasets_from_function``, Python ``int``/``float``/
         ``bool``/``str``, nested ``Checkpoint``s, or objects whose attributes
         hold those (a model, an optimizer).
+      options: a ``tps.train.CheckpointOptions`` used by every save and
+        restore that passes none of its own (e.g. ``enable_async=True``).
 
     Example:
       >>> ckpt = tps.train.Checkpoint(params=params, opt_state=opt_state,
@@ -59,7 +64,8 @@ class Checkpoint:
       >>> params, opt_state = ckpt.params, ckpt.opt_state
     """
 
-    def __init__(self, root: Any = None, **objects: Any):
+    def __init__(self, root: Any = None, options: CheckpointOptions | None = None, **objects: Any):
+        object.__setattr__(self, "_options", options_lib.check(options, "tps.train.Checkpoint"))
         object.__setattr__(self, "_objects", {})
         object.__setattr__(self, "_root", root)
         object.__setattr__(self, "_save_counter", 0)
@@ -125,24 +131,57 @@ class Checkpoint:
         visible (to ``restore``, ``latest_checkpoint``) only once complete.
         """
         api = "Checkpoint.save"
+        opts = options_lib.merged(options_lib.check(options, api), self._options)
         prefix = _check_path(file_prefix, api, "file_prefix")
+        asynchronous.wait_all()
         number = multihost.agree(api, "the checkpoint number (save_counter + 1)", self._save_counter + 1)
-        path = self._save_as(f"{prefix}-{number}", number, number, api)
+        path = f"{prefix}-{number}"
+
+        def record() -> None:  # TensorFlow's Checkpoint.save names it in the folder's state file
+            from tpustrategy._src.checkpoint import recovery
+
+            directory = os.path.dirname(path) or "."
+            recovery.write_state(directory, [(path, time.time())], path, None)
+
+        self._save_as(path, number, number, api, opts, then=record)
         return path
 
-    def _save_as(self, path: str, number: int | None, save_counter: int, api: str) -> str:
-        writer.write(self._graph(api), path, numbered=number is not None, number=number,
-                     save_counter=save_counter, api=api)
+    def _save_as(self, path: str, number: int | None, save_counter: int, api: str,
+                 options: CheckpointOptions | None = None,
+                 then: Callable[[], None] | None = None) -> writer.Written:
+        opts = options or self._options or CheckpointOptions()
+        asynchronous.wait_all()
+
+        def after_commit() -> None:
+            if then is not None:
+                then()
+            options_lib.run_write_callbacks(opts, path)
+
+        written = writer.write(self._graph(api), path, numbered=number is not None, number=number,
+                               save_counter=save_counter, api=api, asynchronous_save=opts.asynchronous,
+                               then=after_commit)
         self._save_counter = save_counter
+        return written
+
+    def write(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None) -> str:
+        """Writes exactly ``file_prefix`` (no number; ``latest_checkpoint`` does not list it).
+
+        Writing the same path again replaces it; at every moment one complete
+        copy can be restored from ``file_prefix``.
+        """
+        api = "Checkpoint.write"
+        opts = options_lib.merged(options_lib.check(options, api), self._options)
+        path = _check_path(file_prefix, api, "file_prefix")
+        asynchronous.wait_all()
+        writer.write(self._graph(api), path, numbered=False, number=None,
+                     save_counter=self._save_counter, api=api, asynchronous_save=opts.asynchronous,
+                     then=lambda: options_lib.run_write_callbacks(opts, path))
         return path
 
-    def write(self, file_prefix: str | os.PathLike[str], options: Any = None) -> str:
-        """Writes exactly ``file_prefix`` (no number; ``latest_checkpoint`` does not list it)."""
-        api = "Checkpoint.write"
-        path = _check_path(file_prefix, api, "file_prefix")
-        writer.write(self._graph(api), path, numbered=False, number=None,
-                     save_counter=self._save_counter, api=api)
-        return path
+    def sync(self) -> None:
+        """Waits until asynchronous saves are written and committed (raises their error)."""
+        asynchronous.wait_all()
+        multihost.barrier("checkpoint-sync")
 
     # Restoring -------------------------------------------------------------------------------
     def restore(self, save_path: str | os.PathLike[str] | None, options: Any = None) -> CheckpointLoadStatus:
@@ -161,10 +200,12 @@ class Checkpoint:
           ValueError: a saved value does not fit its object (shape, dtype,
             kind), or iterator positions cannot move to this process count.
         """
+        api = "Checkpoint.restore"
+        options_lib.check(options, api)
         if save_path is None:
             return InitializationOnlyStatus()
-        api = "Checkpoint.restore"
         path = _check_path(save_path, api, "save_path")
+        asynchronous.wait_all()
         status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
         status._pending = deferred.start(self, graph, status.unused, manifest, path, api)
@@ -193,7 +234,9 @@ class Checkpoint:
                 "like={'params': params_template})."
             )
         api = "Checkpoint.read"
+        options_lib.check(options, api)
         holder = Checkpoint(**like)
         path = _check_path(save_path, api, "save_path")
+        asynchronous.wait_all()
         reader.restore(lambda: holder._graph(api), path, api, require_all=True)
         return dict(holder._objects)

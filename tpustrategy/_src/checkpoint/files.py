@@ -10,14 +10,20 @@ A checkpoint is a folder (``ckpt-3``)::
 It is written under ``<path>.tps-tmp`` and renamed to ``<path>`` only when
 every process has written its part and the manifest is complete, so a crash
 at any moment leaves either the previous checkpoints alone or a
-``.tps-tmp`` folder that nothing lists. ``restore`` checks every file named
-in the manifest (present, same size, same CRC32C) before reading anything, and
-names the first damaged file. Old checkpoints are deleted by renaming them
-out of sight first, so a half-deleted one is never listed either.
+``.tps-tmp`` folder that nothing lists. Overwriting ``<path>`` moves the old
+copy to ``<path>.tps-old`` first; until the new copy is in place, ``restore``
+and ``latest_checkpoint`` read the old one (`resolve`), and the next save or
+manager start puts it back or removes it (``recovery``). The manifest carries
+a CRC32C of its own content; ``restore`` checks it and every file named in it
+(present, same size, same CRC32C) before reading anything, and names the
+first damaged file; each array's content is checked after reading
+(``fingerprint``). Old checkpoints are deleted by renaming them out of sight
+first, so a half-deleted one is never listed either.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -25,21 +31,62 @@ import shutil
 import time
 from typing import Any
 
-from tpustrategy._src.errors import DataLossError, NotFoundError
+from tpustrategy._src.errors import (
+    DataLossError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+)
 
 MANIFEST = "manifest.json"
 ARRAYS = "arrays"
 ITERATORS = "iterators"
 TMP_SUFFIX = ".tps-tmp"
-_OLD_SUFFIX = ".tps-old"
-_DELETING_SUFFIX = ".tps-deleting"
+OLD_SUFFIX = ".tps-old"
+DELETING_SUFFIX = ".tps-deleting"
+LEFTOVER_SUFFIXES = (TMP_SUFFIX, OLD_SUFFIX, DELETING_SUFFIX)
 FORMAT = "tpustrategy-checkpoint"
-VERSION = 1
-_NUMBERED = re.compile(r"^(?P<name>.+)-(?P<number>\d+)$")
+VERSION = 2  # 2: the manifest's own checksum, array fingerprints
+NUMBERED = re.compile(r"^(?P<name>.+)-(?P<number>\d+)$")
+_SEAL = "manifest_crc32c"
 
 
 def tmp_path(path: str) -> str:
     return path + TMP_SUFFIX
+
+
+def old_path(path: str) -> str:
+    return path + OLD_SUFFIX
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_NO_PERMISSION = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def io_error(api: str, doing: str, path: str, error: BaseException) -> BaseException:
+    """``error`` as TensorFlow's error for a full disk or an unwritable folder, else itself.
+
+    Recognises ``OSError`` numbers and tensorstore's ``ValueError``s
+    (``RESOURCE_EXHAUSTED: ...``, ``PERMISSION_DENIED: ...``).
+    """
+    code = getattr(error, "errno", None)
+    text = str(error)
+    if code in _NO_SPACE or (code is None and "RESOURCE_EXHAUSTED" in text) or "No space left" in text:
+        return ResourceExhaustedError(
+            f"{api}: the disk is full (or over quota) while {doing} {path!r} ({type(error).__name__}: "
+            f"{text}). The checkpoint was not written; earlier checkpoints are intact and the "
+            "partly written folder was removed.\nFix: free space on that disk (e.g. a smaller "
+            "CheckpointManager max_to_keep) or save to another folder."
+        )
+    if code in _NO_PERMISSION or (code is None and "PERMISSION_DENIED" in text) or "Permission denied" in text \
+            or "Read-only file system" in text:
+        return PermissionDeniedError(
+            f"{api}: no permission to write while {doing} {path!r} ({type(error).__name__}: {text}). "
+            "The checkpoint was not written; earlier checkpoints are intact.\nFix: save to a "
+            "folder this process may write (check its owner, mode and whether the file system "
+            "is mounted read-only)."
+        )
+    return error
 
 
 def iterator_file(index: int, count: int) -> str:
@@ -56,6 +103,11 @@ def start(path: str) -> str:
     os.makedirs(parent, exist_ok=True)
     os.makedirs(os.path.join(tmp, ITERATORS))
     return tmp
+
+
+def discard(tmp: str) -> None:
+    """Removes a failed save's folder (best effort: the disk may be failing)."""
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_json(path: str, value: Any) -> None:
@@ -107,33 +159,68 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _seal_of(manifest: dict[str, Any]) -> str:
+    import google_crc32c
+
+    body = {k: v for k, v in manifest.items() if k != _SEAL}
+    text = json.dumps(body, sort_keys=True, allow_nan=True, separators=(",", ":"))
+    return f"{google_crc32c.value(text.encode()):08x}"
+
+
 def commit(tmp: str, path: str, manifest: dict[str, Any]) -> None:
-    """Writes the manifest into ``tmp`` and renames it to ``path`` (the commit point)."""
+    """Writes the manifest into ``tmp`` and renames it to ``path`` (the commit point).
+
+    Overwriting: ``path`` becomes ``path.tps-old`` before ``tmp`` becomes
+    ``path``, so one complete copy is reachable at every moment (`resolve`).
+    """
     manifest = {**manifest, "format": FORMAT, "version": VERSION, "time_ns": time.time_ns(),
                 "files": inventory(tmp)}
+    manifest[_SEAL] = _seal_of(manifest)
     write_json(os.path.join(tmp, MANIFEST), manifest)
     _fsync_dir(tmp)
+    parent = os.path.dirname(os.path.abspath(path))
     if os.path.exists(path):  # overwriting a checkpoint of the same name
-        old = path + _OLD_SUFFIX
+        old = old_path(path)
         if os.path.exists(old):
             shutil.rmtree(old)
         os.rename(path, old)
+        _fsync_dir(parent)
         os.rename(tmp, path)
+        _fsync_dir(parent)
         shutil.rmtree(old)
     else:
         os.rename(tmp, path)
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    _fsync_dir(parent)
+
+
+def hide(path: str) -> str | None:
+    """Renames a checkpoint to ``path.tps-deleting`` (no longer listed); returns that, or None."""
+    if not os.path.exists(path):
+        return None
+    doomed = path + DELETING_SUFFIX
+    if os.path.exists(doomed):
+        shutil.rmtree(doomed)
+    os.rename(path, doomed)
+    return doomed
 
 
 def remove(path: str) -> None:
     """Deletes a committed checkpoint; it stops being listed before any file goes."""
-    if not os.path.exists(path):
-        return
-    doomed = path + _DELETING_SUFFIX
-    if os.path.exists(doomed):
-        shutil.rmtree(doomed)
-    os.rename(path, doomed)
-    shutil.rmtree(doomed, ignore_errors=True)
+    doomed = hide(path)
+    if doomed is not None:
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
+def complete(path: str) -> bool:
+    """Whether ``path`` is a committed checkpoint folder (it has a manifest, maybe damaged)."""
+    return os.path.isfile(os.path.join(path, MANIFEST))
+
+
+def resolve(path: str) -> str:
+    """The folder that holds checkpoint ``path``: itself, or its old copy mid-overwrite."""
+    if not complete(path) and complete(old_path(path)):
+        return old_path(path)
+    return path
 
 
 def _neighbours(path: str) -> str:
@@ -155,6 +242,7 @@ def read_manifest(path: str, api: str) -> dict[str, Any]:
       DataLossError: ``path`` is not a complete checkpoint (no manifest: an
         interrupted save) or the manifest is damaged.
     """
+    path = resolve(path)
     manifest_path = os.path.join(path, MANIFEST)
     if not os.path.isdir(path):
         raise NotFoundError(
@@ -162,10 +250,11 @@ def read_manifest(path: str, api: str) -> dict[str, Any]:
             "returned by save() or write(), manager.latest_checkpoint, or "
             "tps.train.latest_checkpoint(directory)."
         )
-    if not os.path.exists(manifest_path) and committed(path):
+    inside = _checkpoints_in(path)
+    if not os.path.exists(manifest_path) and inside:
         raise NotFoundError(
             f"{api}: {path!r} is a folder of checkpoints, not a checkpoint (it holds "
-            f"{', '.join(os.path.basename(p) for p, _ in committed(path)[-5:])}).\nFix: pass one of "
+            f"{', '.join(inside[-5:])}).\nFix: pass one of "
             f"them, e.g. the newest: tps.train.latest_checkpoint({path!r})."
         )
     if not os.path.exists(manifest_path):
@@ -180,14 +269,56 @@ def read_manifest(path: str, api: str) -> dict[str, Any]:
         )
     manifest = read_json(manifest_path, api)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DataLossError(f"{api}: {manifest_path} is not a tpustrategy checkpoint manifest.",
+        raise DataLossError(f"{api}: {manifest_path} is not a tpustrategy checkpoint manifest "
+                            "(damaged, or not written by tpustrategy); nothing was restored.",
                             filename=manifest_path)
-    if manifest.get("version", 0) > VERSION:
+    version = manifest.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DataLossError(f"{api}: {manifest_path} is damaged (its format version is "
+                            f"{version!r}); nothing was restored.", filename=manifest_path)
+    if version > VERSION:
         raise ValueError(
             f"{api}: {path!r} was written by a newer tpustrategy (checkpoint format version "
             f"{manifest['version']}; this one reads up to {VERSION}).\nFix: upgrade tpustrategy."
         )
+    if version >= 2 and manifest.get(_SEAL) != _seal_of(manifest):
+        raise DataLossError(
+            f"{api}: {manifest_path} is damaged: its content does not match its checksum "
+            f"(CRC32C {_seal_of(manifest)}, written as {manifest.get(_SEAL)!r}); nothing was "
+            "restored.", filename=manifest_path)
+    if not _well_formed(manifest):
+        raise DataLossError(f"{api}: {manifest_path} is damaged (a required entry is missing or "
+                            "of the wrong type); nothing was restored.", filename=manifest_path)
     return manifest
+
+
+def _well_formed(manifest: dict[str, Any]) -> bool:
+    files, objects = manifest.get("files"), manifest.get("objects")
+    if not isinstance(files, dict) or not isinstance(objects, dict):
+        return False
+    if not isinstance(manifest.get("process_count"), int):
+        return False
+    for meta in files.values():
+        if not isinstance(meta, dict) or not isinstance(meta.get("size"), int) or not isinstance(meta.get("crc32c"), str):
+            return False
+    for meta in objects.values():
+        if not isinstance(meta, dict) or meta.get("kind") not in ("variable", "array", "value", "iterator"):
+            return False
+        if meta["kind"] in ("variable", "array") and not (
+                isinstance(meta.get("parts"), dict) and isinstance(meta.get("shape"), list)
+                and isinstance(meta.get("dtype"), str)):
+            return False
+        if meta["kind"] == "value" and "value" not in meta:
+            return False
+    return True
+
+
+def _checkpoints_in(directory: str) -> list[str]:
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [e for e in entries if NUMBERED.match(e) and complete(os.path.join(directory, e))]
 
 
 def verify(path: str, manifest: dict[str, Any], api: str) -> None:
@@ -197,6 +328,7 @@ def verify(path: str, manifest: dict[str, Any], api: str) -> None:
       DataLossError: naming each missing, truncated or corrupted file (its
         ``filename`` is the first one).
     """
+    path = resolve(path)
     problems: list[tuple[str, str]] = []
     for rel, meta in manifest["files"].items():
         full = os.path.join(path, *rel.split("/"))
@@ -213,44 +345,26 @@ def verify(path: str, manifest: dict[str, Any], api: str) -> None:
         more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise DataLossError(
             f"{api}: checkpoint {path!r} is damaged; nothing was restored:\n{listing}{more}\n"
-            "Fix: restore an earlier checkpoint (manager.checkpoints lists them), or save again.",
+            f"{previous_hint(path)}",
             filename=problems[0][0],
         )
 
 
-def committed(directory: str, name: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """The numbered committed checkpoints in ``directory``, oldest first.
-
-    Args:
-      directory: the folder to look in (missing: none).
-      name: only ``<name>-<N>`` checkpoints (a manager's ``checkpoint_name``).
-
-    Returns:
-      ``(path, manifest)`` pairs sorted by commit time.
-    """
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        match = _NUMBERED.match(entry)
-        if match is None or (name is not None and match["name"] != name):
-            continue
-        path = os.path.join(directory, entry)
-        manifest_path = os.path.join(path, MANIFEST)
-        try:
-            with open(manifest_path) as f:
-                manifest = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(manifest, dict) and manifest.get("format") == FORMAT and manifest.get("numbered"):
-            found.append((path, manifest))
-    found.sort(key=lambda pm: (pm[1].get("time_ns", 0), pm[1].get("number") or 0))
-    return found
 
 
-def latest(directory: str) -> str | None:
-    """The most recently committed numbered checkpoint in ``directory``, or None."""
-    found = committed(os.fspath(directory))
-    return found[-1][0] if found else None
+def previous_hint(path: str) -> str:
+    """The fix for a damaged checkpoint: restore the previous complete one, named."""
+    path = path[: -len(OLD_SUFFIX)] if path.endswith(OLD_SUFFIX) else path
+    match = NUMBERED.match(os.path.basename(path))
+    if match is not None:
+        directory = os.path.dirname(path)
+        earlier = []
+        for entry in _checkpoints_in(directory):
+            other = NUMBERED.match(entry)
+            if other and other["name"] == match["name"] and int(other["number"]) < int(match["number"]):
+                earlier.append((int(other["number"]), os.path.join(directory, entry)))
+        if earlier:
+            previous = max(earlier)[1]
+            return ("Fix: restore the previous checkpoint explicitly, "
+                    f"checkpoint.restore({previous!r}), or save again.")
+    return "Fix: restore an earlier checkpoint (manager.checkpoints lists them), or save again."

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.checkpoint import arrays, files
-from tpustrategy._src.errors import NotFoundError
+from tpustrategy._src.checkpoint import arrays, files, fingerprint, recovery
+from tpustrategy._src.errors import DataLossError, NotFoundError
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 _ITERATOR = "/.ATTRIBUTES/ITERATOR_STATE"
@@ -37,6 +37,7 @@ class CheckpointReader:
 
     def __init__(self, path: str):
         api = "tps.train.load_checkpoint"
+        path = files.resolve(path)
         self._path = path
         manifest = files.read_manifest(path, api)
         files.verify(path, manifest, api)
@@ -89,8 +90,14 @@ class CheckpointReader:
             return _iterator_state(self._path, self._manifest, detail)
         name, shape, dtype = detail
         target = np.empty(shape, np.dtype(dtype))
-        got = arrays.load(os.path.join(self._path, files.ARRAYS), {name: target},
-                          "CheckpointReader.get_tensor")
+        api = "CheckpointReader.get_tensor"
+        got = arrays.load(os.path.join(self._path, files.ARRAYS), {name: target}, api)
+        recorded = self._manifest.get("fingerprints")
+        if recorded is not None and fingerprint.compute(got)[name] != recorded.get(name):
+            raise DataLossError(
+                f"{api}: checkpoint {self._path!r} is damaged: the data read for {tensor_str!r} is "
+                f"not what was saved (its content fingerprint differs).",
+                filename=os.path.join(self._path, files.ARRAYS))
         return np.asarray(got[name])
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
@@ -133,7 +140,7 @@ def _resolve(ckpt_dir_or_file: Any, api: str) -> str:
             f"Fix: e.g. {api}('/tmp/ckpts') or {api}(manager.latest_checkpoint).")
     path = os.fspath(ckpt_dir_or_file)
     if os.path.isdir(path) and not os.path.exists(os.path.join(path, files.MANIFEST)):
-        latest = files.latest(path)
+        latest = recovery.latest(path)
         if latest is None:
             raise ValueError(
                 f"{api}: couldn't find a checkpoint in the folder {path!r} (it holds no complete "

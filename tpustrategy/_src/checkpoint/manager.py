@@ -4,8 +4,13 @@ The manager numbers checkpoints ``<directory>/<checkpoint_name>-<N>``, keeps
 the newest ``max_to_keep`` of them (plus one every
 ``keep_checkpoint_every_n_hours``), skips saves closer than
 ``checkpoint_interval`` steps, and finds the latest one again after a
-restart by listing the folder: only committed checkpoints are listed, so an
-interrupted save is never returned. Semantics follow ``tf.train.CheckpointManager``.
+restart through the folder's ``checkpoint`` state file (TensorFlow's, written
+atomically after every save: the latest is the checkpoint named there, never
+the newest by the clock; see ``recovery``). Only committed checkpoints are
+listed, so an interrupted save is never returned, and a damaged newest one is
+returned (restoring it raises, naming the previous one) rather than skipped.
+A manager's start resolves what crashes left in its folder. Semantics follow
+``tf.train.CheckpointManager``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.checkpoint import files, multihost
+from tpustrategy._src.checkpoint import multihost, recovery
+from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.checkpoint import Checkpoint, _check_path
+from tpustrategy._src.checkpoint.options import CheckpointOptions
 
 _API = "tps.train.CheckpointManager"
 
@@ -27,13 +34,17 @@ def latest_checkpoint(checkpoint_dir: str | os.PathLike[str], latest_filename: s
 
     Args:
       checkpoint_dir: the folder the checkpoints were saved in.
-      latest_filename: accepted for compatibility with ``tf.train.latest_checkpoint``.
+      latest_filename: the state file's name (default ``"checkpoint"``), as
+        in ``tf.train.latest_checkpoint``.
 
     Returns:
-      A path to pass to ``Checkpoint.restore``; None when the folder holds no
-      complete numbered checkpoint (an interrupted save is never returned).
+      A path to pass to ``Checkpoint.restore``: the one the folder's state
+      file names (or a newer one committed just before a crash), else the
+      highest-numbered one; None when the folder holds no complete numbered
+      checkpoint (an interrupted save is never returned).
     """
-    return files.latest(_check_path(checkpoint_dir, "tps.train.latest_checkpoint", "checkpoint_dir"))
+    directory = _check_path(checkpoint_dir, "tps.train.latest_checkpoint", "checkpoint_dir")
+    return recovery.latest(directory, latest_filename)
 
 
 def _positive_int(value: Any, arg: str, allow_none: bool) -> int | None:
@@ -108,11 +119,12 @@ class CheckpointManager:
         self._step_counter = step_counter
         self._init_fn = init_fn
         self._last_step: int | None = None
-        self._maybe_delete: collections.OrderedDict[str, float] = collections.OrderedDict(
-            (path, manifest.get("time_ns", 0) / 1e9)
-            for path, manifest in files.committed(self._directory, self._name))
-        self._latest = next(reversed(self._maybe_delete)) if self._maybe_delete else None
-        self._last_preserved = time.time()
+        if multihost.process_index() == 0:
+            recovery.clean_leftovers(self._directory, self._name)
+        kept, latest, last_preserved = recovery.tracked(self._directory, self._name)
+        self._maybe_delete: collections.OrderedDict[str, float] = collections.OrderedDict(kept)
+        self._latest = latest
+        self._last_preserved = time.time() if last_preserved is None else last_preserved
 
     # Properties -------------------------------------------------------------------------------
     @property
@@ -138,7 +150,8 @@ class CheckpointManager:
         return list(self._maybe_delete)
 
     # Saving and restoring ----------------------------------------------------------------------
-    def save(self, checkpoint_number: Any = None, check_interval: bool = True, options: Any = None) -> str | None:
+    def save(self, checkpoint_number: Any = None, check_interval: bool = True,
+             options: CheckpointOptions | None = None) -> str | None:
         """Saves a checkpoint and deletes those beyond ``max_to_keep``.
 
         Args:
@@ -146,12 +159,14 @@ class CheckpointManager:
             ``save_counter`` after this save); an int or a variable.
           check_interval: with ``checkpoint_interval``, skip the save when the
             step did not advance enough (False: only skip a repeated step).
-          options: accepted for compatibility.
+          options: a ``tps.train.CheckpointOptions`` (``enable_async=True``:
+            return once the arrays are in host memory; ``sync()`` waits).
 
         Returns:
           The path saved, or None when skipped because of the interval.
         """
         api = "CheckpointManager.save"
+        options = options_lib.check(options, api)
         if self._interval is not None:
             step = multihost.agree(api, "the step counter", _step(self._step_counter))
             if self._last_step is not None:
@@ -164,23 +179,36 @@ class CheckpointManager:
         number = counter if checkpoint_number is None else _step(checkpoint_number)
         number = multihost.agree(api, "the checkpoint number", number)
         path = os.path.join(self._directory, f"{self._name}-{number}")
-        self._checkpoint._save_as(path, number, counter, api)
-        self._maybe_delete.pop(path, None)
-        self._maybe_delete[path] = time.time()
-        self._latest = path
-        self._sweep()
+        kept = collections.OrderedDict(self._maybe_delete)
+        kept.pop(path, None)
+        kept[path] = time.time()
+        doomed, last_preserved = self._sweep(kept)
+        directory, name = self._directory, self._name
+        record = list(kept.items())
+
+        def after_commit() -> None:  # on the folder's owner, once the checkpoint is committed
+            hidden = recovery.hide_all(doomed)  # out of sight before the state file drops them
+            recovery.write_state(directory, record, path, last_preserved)
+            recovery.purge(hidden)
+            recovery.clean_leftovers(directory, name)
+
+        self._checkpoint._save_as(path, number, counter, api, options, then=after_commit)
+        self._maybe_delete, self._latest, self._last_preserved = kept, path, last_preserved
         return path
 
-    def _sweep(self) -> None:
+    def _sweep(self, kept: collections.OrderedDict[str, float]) -> tuple[list[str], float]:
+        """Drops the checkpoints beyond ``max_to_keep`` from ``kept``; returns them."""
+        doomed: list[str] = []
+        last_preserved = self._last_preserved
         if self._max_to_keep is None:
-            return
-        while len(self._maybe_delete) > self._max_to_keep:
-            path, timestamp = self._maybe_delete.popitem(last=False)
-            if self._keep_hours and timestamp - self._keep_hours * 3600.0 >= self._last_preserved:
-                self._last_preserved = timestamp
+            return doomed, last_preserved
+        while len(kept) > self._max_to_keep:
+            path, timestamp = kept.popitem(last=False)
+            if self._keep_hours and timestamp - self._keep_hours * 3600.0 >= last_preserved:
+                last_preserved = timestamp
                 continue
-            if multihost.process_index() == 0:
-                files.remove(path)
+            doomed.append(path)
+        return doomed, last_preserved
 
     def restore_or_initialize(self) -> str | None:
         """Restores the latest checkpoint and returns its path, or runs ``init_fn`` and returns None."""
@@ -194,4 +222,5 @@ class CheckpointManager:
         return None
 
     def sync(self) -> None:
-        """Waits for pending saves (saves are synchronous; TF compatibility)."""
+        """Waits until asynchronous saves are written and committed (raises their error)."""
+        self._checkpoint.sync()

@@ -89,3 +89,14 @@ def sync(api: str, stage: str, error: BaseException | None) -> None:
             "error says why. Nothing was committed or changed on this process.\nFix: see the "
             "failing process's log."
         )
+
+
+def broadcast_text(text: str) -> str:
+    """Process 0's ``text`` on every process (e.g. the chief's checkpoint path)."""
+    if process_count() == 1:
+        return text
+    data = list(text.encode("utf-8", errors="surrogateescape"))
+    longest = int(allgather([len(data)])[:, 0].max())
+    padded = data + [-1] * (longest - len(data))
+    first = allgather(padded)[0].tolist()
+    return bytes(b for b in first if b >= 0).decode("utf-8", errors="surrogateescape")

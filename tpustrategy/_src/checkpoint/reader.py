@@ -20,10 +20,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.checkpoint import adapter, arrays, files, multihost
+from tpustrategy._src.checkpoint import adapter, arrays, files, fingerprint, multihost
 from tpustrategy._src.checkpoint.graph import Entry, Graph
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus
-from tpustrategy._src.errors import DataLossError
+from tpustrategy._src.errors import DataLossError, NotFoundError
 
 
 def _as_variable_record(meta: dict[str, Any]) -> dict[str, Any]:
@@ -173,14 +173,18 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
     Returns:
       The load status, the manifest and the graph restored into.
     """
+    path = files.resolve(path)  # an overwrite interrupted half-way: its complete old copy
     if manifest is None:
-        manifest = files.read_manifest(path, api)
         error: BaseException | None = None
         try:
+            manifest = files.read_manifest(path, api)
             files.verify(path, manifest, api)
         except DataLossError as e:
+            error = _with_fix(e, path)
+        except NotFoundError as e:
             error = e
         multihost.sync(api, "checking the checkpoint files", error)
+        assert manifest is not None
     if saved is None:
         saved = manifest["objects"]
     graph = make_graph()
@@ -217,7 +221,11 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
             values.append((entry, meta["value"]))
         else:
             iterator_states.append((entry, positions.state_for(found[key], meta, entry.obj)))
-    loaded = arrays.load(os.path.join(path, files.ARRAYS), targets, api) if targets else {}
+    try:
+        loaded = arrays.load(os.path.join(path, files.ARRAYS), targets, api) if targets else {}
+        _check_fingerprints(path, manifest, loaded, found, saved, api)
+    except DataLossError as e:
+        raise _with_fix(e, path) from None
     results = [(entry, finish({part: loaded[n] for part, n in names.items()}))
                for entry, names, finish in finishers]
     _move_iterators(iterator_states, api)
@@ -235,6 +243,34 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
     used = set(found.values())
     status = CheckpointLoadStatus(path, matched, [k for k in saved if k not in used], missing)
     return status, manifest, graph
+
+
+def _with_fix(error: DataLossError, path: str) -> DataLossError:
+    """``error`` with the fix that names the previous complete checkpoint."""
+    if "Fix:" in error.message:
+        return error
+    return DataLossError(f"{error.message}\n{files.previous_hint(path)}", filename=error.filename)
+
+
+def _check_fingerprints(path: str, manifest: dict[str, Any], loaded: dict[str, Any],
+                        found: dict[str, str], saved: dict[str, Any], api: str) -> None:
+    """Every array read has the content it was saved with (``fingerprint``)."""
+    recorded = manifest.get("fingerprints")
+    if recorded is None and manifest.get("version", 1) < 2:
+        return  # written before fingerprints existed
+    if not isinstance(recorded, dict):
+        raise DataLossError(f"{api}: the manifest of {path!r} has no array fingerprints; "
+                            "nothing was restored.", filename=os.path.join(path, files.MANIFEST))
+    now = fingerprint.compute(loaded)
+    owner = {name: key for key, meta in saved.items() for name in meta.get("parts", {}).values()}
+    bad = [name for name, value in now.items() if recorded.get(name) != value]
+    if bad:
+        listing = ", ".join(f"{owner.get(n, n)!r} ({n})" for n in bad[:10])
+        raise DataLossError(
+            f"{api}: checkpoint {path!r} is damaged: the data read for {listing} is not what was "
+            f"saved (its content fingerprint differs; the array files in "
+            f"{os.path.join(path, files.ARRAYS)} were changed, swapped or mixed with another "
+            "checkpoint's); nothing was restored.", filename=os.path.join(path, files.ARRAYS))
 
 
 def _move_iterators(states: list[tuple[Entry, Any]], api: str) -> None:

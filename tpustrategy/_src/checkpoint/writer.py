@@ -7,19 +7,33 @@ creates ``<path>.tps-tmp``; orbax writes the arrays (a replicated array once,
 a sharded one shard by shard); each process writes its iterators' states to
 its own JSON file; process 0 writes the manifest and renames the folder into
 place. Between the steps the processes wait for each other, and a failure on
-any process stops all of them before the commit.
+any process stops all of them before the commit; the partly written folder is
+removed, and a full disk or an unwritable folder is reported as
+``ResourceExhaustedError`` / ``PermissionDeniedError`` naming the path. Each
+array's content fingerprint (``fingerprint``) goes into the manifest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
-from tpustrategy._src.checkpoint import adapter, arrays, files, multihost
+from tpustrategy._src.checkpoint import (
+    adapter,
+    arrays,
+    asynchronous,
+    files,
+    fingerprint,
+    multihost,
+    recovery,
+)
 from tpustrategy._src.checkpoint.graph import Graph
 
 
@@ -108,9 +122,54 @@ def _check_same_on_every_process(objects: dict[str, Any], data: dict[str, Any], 
         )
 
 
+@dataclasses.dataclass
+class Written:
+    """The outcome of `write` on this process.
+
+    Attributes:
+      path: the path this process asked for (and returns to its caller).
+      owner: whether this process keeps the folder ``path`` is in (process
+        0, or a process that saved into a folder of its own: the chief-and-
+        workers pattern of TensorFlow's multi-worker tutorial).
+      pending: the background part of an asynchronous save, or None.
+    """
+
+    path: str
+    owner: bool
+    pending: asynchronous.PendingSave | None = None
+
+
+def _where(path: str, api: str) -> str:
+    """The folder all processes write into: process 0's path (the chief's).
+
+    Processes may save into different folders (TensorFlow's multi-worker
+    pattern: workers write a temporary copy of their own), but must agree on
+    the checkpoint's name in them.
+    """
+    if multihost.process_count() == 1:
+        return path
+    multihost.agree(api, "the checkpoint's name (the last part of its path)",
+                    multihost.text_fingerprint(os.path.basename(os.path.abspath(path))))
+    return multihost.broadcast_text(os.path.abspath(path))
+
+
+def _fail(api: str, doing: str, path: str, error: BaseException) -> BaseException:
+    return files.io_error(api, doing, path, error) if isinstance(error, (OSError, ValueError)) else error
+
+
 def write(graph: Graph, path: str, *, numbered: bool, number: int | None, save_counter: int,
-          api: str) -> str:
-    """Writes the checkpoint at ``path`` on every process; returns ``path`` once committed."""
+          api: str, asynchronous_save: bool = False, then: Callable[[], None] | None = None) -> Written:
+    """Writes the checkpoint at ``path`` on every process.
+
+    Args:
+      graph, path, numbered, number, save_counter, api: what to save and where.
+      asynchronous_save: return once the arrays are copied to host memory;
+        the files are written and committed in the background (see
+        ``asynchronous``). A job whose processes save into different folders
+        saves synchronously.
+      then: run by the owner of the folder right after the commit (in the
+        background when asynchronous): a manager's state file and deletions.
+    """
     count, index = multihost.process_count(), multihost.process_index()
     error: BaseException | None = None
     objects: dict[str, Any] = {}
@@ -121,38 +180,97 @@ def write(graph: Graph, path: str, *, numbered: bool, number: int | None, save_c
     except BaseException as e:  # every process must learn of it before anyone goes on
         error = e
     multihost.sync(api, "collecting the objects to save", error)
+    target = _where(path, api)
+    own_copy = os.path.abspath(path) != target
     if count > 1:  # collectives that fail alike on every process
-        multihost.agree(api, "the checkpoint path", multihost.text_fingerprint(os.path.abspath(path)))
         _check_same_on_every_process(objects, data, api)
+        asynchronous_save = asynchronous_save and not multihost.allgather([int(own_copy)]).any()
+    fingerprints = fingerprint.compute(data)
+    tmp = files.tmp_path(target)
     try:
         if index == 0:
-            files.start(path)
+            recovery.recover(target)
+            files.start(target)
     except BaseException as e:
-        error = e
+        error = _fail(api, "creating the checkpoint folder", tmp, e)
     multihost.sync(api, "preparing the checkpoint folder", error)
+    manifest = {"numbered": numbered, "number": number, "save_counter": save_counter,
+                "process_count": count, "objects": objects, "fingerprints": fingerprints,
+                "versions": _versions()}
+    try:
+        try:
+            files.write_json(os.path.join(tmp, files.iterator_file(index, count)),
+                             {"process_index": index, "process_count": count, "states": states})
+            wait = None
+            if data and asynchronous_save:
+                wait = arrays.save_async(os.path.join(tmp, files.ARRAYS), data, api)
+            elif data:
+                arrays.save(os.path.join(tmp, files.ARRAYS), data, api)
+        except BaseException as e:
+            error = _fail(api, "writing", tmp, e)
+        multihost.sync(api, "writing its part of the checkpoint", error)
+        if asynchronous_save:
+            recovery.begin(tmp)
+            return Written(path, index == 0, asynchronous.PendingSave(
+                path, lambda: _finish_async(wait, tmp, target, manifest, index, then, api)))
+        try:
+            if index == 0:
+                files.commit(tmp, target, manifest)
+                if then is not None:
+                    then()
+        except BaseException as e:
+            error = _fail(api, "committing", target, e)
+        multihost.sync(api, "committing the checkpoint", error)
+    except BaseException:
+        if index == 0:
+            files.discard(tmp)
+        raise
+    if own_copy:
+        _copy_for(target, path, api)
+        if then is not None:
+            then()
+    return Written(path, index == 0 or own_copy)
+
+
+def _finish_async(wait: Callable[[], None] | None, tmp: str, target: str, manifest: dict[str, Any],
+                  index: int, then: Callable[[], None] | None, api: str) -> None:
+    """The background part: the array files, then (process 0) the commit."""
+    try:
+        try:
+            if wait is not None:
+                wait()
+            if index == 0:
+                files.commit(tmp, target, manifest)
+        except (OSError, ValueError) as e:
+            raise _fail(api, "writing (asynchronously)", tmp, e) from e
+    except BaseException:
+        if index == 0:
+            files.discard(tmp)
+        raise
+    finally:
+        recovery.end(tmp)
+    if index == 0 and then is not None:
+        then()
+
+
+def _copy_for(source: str, path: str, api: str) -> None:
+    """This process's own copy of the chief's checkpoint ``source`` at ``path``."""
     tmp = files.tmp_path(path)
     try:
-        if data:
-            arrays.save(os.path.join(tmp, files.ARRAYS), data, api)
-        files.write_json(os.path.join(tmp, files.iterator_file(index, count)),
-                         {"process_index": index, "process_count": count, "states": states})
+        recovery.recover(path)
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        shutil.copytree(files.resolve(source), tmp)
+        if os.path.exists(path):
+            os.rename(path, files.old_path(path))
+            os.rename(tmp, path)
+            shutil.rmtree(files.old_path(path), ignore_errors=True)
+        else:
+            os.rename(tmp, path)
     except BaseException as e:
-        error = e
-    multihost.sync(api, "writing its part of the checkpoint", error)
-    try:
-        if index == 0:
-            files.commit(tmp, path, {
-                "numbered": numbered,
-                "number": number,
-                "save_counter": save_counter,
-                "process_count": count,
-                "objects": objects,
-                "versions": _versions(),
-            })
-    except BaseException as e:
-        error = e
-    multihost.sync(api, "committing the checkpoint", error)
-    return path
+        files.discard(tmp)
+        raise _fail(api, "copying the chief's checkpoint to", path, e) from e
 
 
 def _versions() -> dict[str, str | None]:

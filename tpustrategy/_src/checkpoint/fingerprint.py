@@ -1,0 +1,112 @@
+"""A checksum of each array's content that any sharding computes alike.
+
+Container files cannot vouch for the values inside them (orbax's data files
+end with their own CRC, so the CRC32C of every intact file is the same
+constant, and a data file copied in from another checkpoint passes), so every
+array saved gets a 64-bit fingerprint of its bytes, recorded in the manifest
+and checked after it is read back, before any object changes.
+
+The fingerprint is two position-weighted sums over the array's bytes in
+C order, ``sum_i (byte_i + 1) * h_k(i)  (mod 2**32)`` with odd weights
+``h_k(i)`` from a 32-bit mixer: a single changed byte always changes it, and
+moved, swapped or foreign data almost surely does. Being a sum, XLA computes
+it on the array where it lies, however it is sharded (8 replicas or 4, one
+process or several), without gathering it; NumPy arrays go through the same
+program as raw bytes (so 64-bit values are checked exactly with 64-bit types
+off).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+_SEEDS = (0x9E3779B9, 0x7F4A7C15)
+
+
+def _mix(x: jax.Array) -> jax.Array:
+    """MurmurHash3's 32-bit finaliser."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def _bytes_of(x: jax.Array) -> jax.Array:
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint8)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        x = jnp.stack([jnp.real(x), jnp.imag(x)], axis=-1)
+    return lax.bitcast_convert_type(x, jnp.uint8)  # wider types: a trailing axis of their bytes
+
+
+def _one(x: jax.Array) -> jax.Array:
+    data = _bytes_of(x).astype(jnp.uint32) + jnp.uint32(1)
+    shape = data.shape
+    index = jnp.zeros(shape, jnp.uint32)
+    stride = 1
+    for axis in reversed(range(len(shape))):  # the C-order flat index, without a reshape
+        index = index + lax.broadcasted_iota(jnp.uint32, shape, axis) * jnp.uint32(stride % (1 << 32))
+        stride *= shape[axis]
+    sums = [jnp.sum(data * (_mix(index + jnp.uint32(seed)) | jnp.uint32(1)), dtype=jnp.uint32)
+            for seed in _SEEDS]
+    return jnp.stack(sums)
+
+
+@functools.lru_cache(maxsize=16)
+def _program(devices: tuple[Any, ...]) -> Any:
+    replicated = NamedSharding(Mesh(np.array(devices), ("d",)), P())
+    return jax.jit(lambda xs: jnp.stack([_one(x) for x in xs]), out_shardings=replicated)
+
+
+def _supported(dtype: Any) -> bool:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return True
+    sub_byte = any(t in dtype.name for t in ("int4", "int2", "float4"))
+    return bool(jnp.issubdtype(dtype, jnp.number)) and not sub_byte
+
+
+def _host_view(value: Any) -> np.ndarray | None:
+    host = np.ascontiguousarray(np.asarray(value))
+    if not _supported(host.dtype):
+        return None
+    return host.reshape(-1).view(np.uint8)
+
+
+def compute(values: dict[str, Any]) -> dict[str, str | None]:
+    """The fingerprint (16 hex digits) of each array; None where it cannot be computed.
+
+    ``jax.Array``s are summed where they lie (one program per device set);
+    NumPy arrays and scalars as their bytes on a CPU device. Every process
+    of a job must call it with the same global arrays (it may run collectives).
+    """
+    groups: dict[tuple[tuple[str, int], ...], list[tuple[str, Any]]] = {}
+    result: dict[str, str | None] = {}
+    cpu = jax.devices("cpu")[0]
+    for name, value in values.items():
+        if isinstance(value, jax.Array) and _supported(value.dtype):
+            key = tuple(sorted((d.platform, d.id) for d in value.sharding.device_set))
+            groups.setdefault(key, []).append((name, value))
+            continue
+        view = _host_view(value)
+        if view is None:
+            result[name] = None
+            continue
+        groups.setdefault(((cpu.platform, cpu.id),), []).append((name, jax.device_put(view, cpu)))
+    for members in groups.values():
+        names = [n for n, _ in members]
+        devices = sorted(members[0][1].sharding.device_set, key=lambda d: d.id)
+        out = _program(tuple(devices))([v for _, v in members])
+        sums = np.asarray(out.addressable_data(0))
+        for name, (a, b) in zip(names, sums.tolist(), strict=True):
+            result[name] = f"{a:08x}{b:08x}"
+    return result
