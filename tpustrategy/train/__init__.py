@@ -12,6 +12,6 @@ from tpustrategy._src.checkpoint.inspection import CheckpointReader as Checkpoin
 from tpustrategy._src.checkpoint.inspection import list_variables as list_variables
 from tpustrategy._src.checkpoint.inspection import load_checkpoint as load_checkpoint
 from tpustrategy._src.checkpoint.manager import CheckpointManager as CheckpointManager
-from tpustrategy._src.checkpoint.options import CheckpointOptions as CheckpointOptions
 from tpustrategy._src.checkpoint.manager import latest_checkpoint as latest_checkpoint
+from tpustrategy._src.checkpoint.options import CheckpointOptions as CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus as CheckpointLoadStatus
