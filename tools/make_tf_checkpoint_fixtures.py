@@ -204,10 +204,22 @@ def sliced() -> None:
 
 
 def many_keys() -> None:
+    """An index of two 256 KiB blocks (TensorFlow's table block size): 100 keys of 3000 bytes.
+
+    Every file is stored gzipped (mostly repeated bytes); the tests unpack them into a temporary folder.
+    """
+    import gzip
+
     folder = _fresh("many_keys")
-    variables = {f"variable_with_a_long_name_{i:03d}": tf.Variable([float(i)]) for i in range(200)}
+    variables = {f"{i:03d}_" + "k" * 3000: tf.Variable([float(i), -float(i)]) for i in range(100)}
     tf.train.Checkpoint(**variables).write(os.path.join(folder, "many"))
     _dump(folder, os.path.join(folder, "many"))
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with open(path, "rb") as f, open(path + ".gz", "wb") as raw:
+            with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as g:
+                g.write(f.read())
+        os.remove(path)
 
 
 def tf_keras2() -> None:

@@ -1,0 +1,1 @@
+"""TensorFlow's own checkpoint files (``tf.train.Checkpoint``'s tensor bundle), without TensorFlow."""
