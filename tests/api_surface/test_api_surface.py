@@ -188,12 +188,12 @@ def _public_packages() -> list[str]:
 
 
 def declared_exports(module: types.ModuleType) -> set[str]:
-    """Names a public ``__init__`` declares: ``from x import Y as Y``, the lazy table, public assignments."""
+    """Names a public ``__init__`` declares: ``from x import Y as Y`` (or ``as Z``), the lazy table, assignments."""
     tree = ast.parse(pathlib.Path(module.__file__).read_text())
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            names |= {a.asname for a in node.names if a.asname == a.name}
+            names |= {a.asname for a in node.names if a.asname}  # `Y as Y`, or TF's other name `Y as Z`
         elif isinstance(node, ast.Import):
             names |= {a.asname for a in node.names if a.asname and a.name.endswith("." + a.asname)}
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):

@@ -20,6 +20,7 @@ so ``tpustrategy.data`` can use it.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 # TensorFlow's canonical status codes (tensorflow/core/protobuf/error_codes.proto).
@@ -294,3 +295,40 @@ def error_code_from_exception_type(cls: type[BaseException]) -> int:
         f"error_code_from_exception_type: received {cls!r}, which is not one of TensorFlow's "
         "error classes (tps.errors.CancelledError ... tps.errors.UnauthenticatedError).\nFix: pass "
         "the class itself, e.g. tps.errors.InvalidArgumentError, or type(error) of a caught one.")
+
+
+class _GraphOperatorMeta(type):
+    """Makes JAX's tracer-conversion errors count as ``OperatorNotAllowedInGraphError``.
+
+    TensorFlow raises ``OperatorNotAllowedInGraphError`` when a program uses a
+    symbolic tensor as a Python ``bool`` (``if x > 0:``) or index inside a
+    ``tf.function``; JAX raises ``TracerBoolConversionError`` /
+    ``TracerIntegerConversionError`` for the same code inside ``tps.function``.
+    ``except OperatorNotAllowedInGraphError`` catches those (``except`` honours
+    ``__subclasscheck__``). JAX is looked up only if already imported: before
+    that, no such error can exist, and this module must not start JAX.
+    """
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        if type.__subclasscheck__(cls, subclass):
+            return True
+        jax = sys.modules.get("jax")
+        errors = getattr(jax, "errors", None)
+        jax_classes = tuple(getattr(errors, name) for name in _JAX_GRAPH_ERRORS if hasattr(errors, name))
+        return bool(jax_classes) and issubclass(subclass, jax_classes)
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return cls.__subclasscheck__(type(instance))
+
+
+_JAX_GRAPH_ERRORS = ("TracerBoolConversionError", "TracerIntegerConversionError")
+
+
+class OperatorNotAllowedInGraphError(TypeError, metaclass=_GraphOperatorMeta):
+    """A Python operator used on a traced value (``tf.errors.OperatorNotAllowedInGraphError``).
+
+    A ``TypeError``, as in TensorFlow. JAX's ``TracerBoolConversionError`` and
+    ``TracerIntegerConversionError`` (``bool(x)`` / ``int(x)`` / indexing with a
+    traced value inside ``tps.function``) are instances of it, so
+    ``except tps.errors.OperatorNotAllowedInGraphError`` catches them.
+    """

@@ -18,6 +18,30 @@ from typing import Any, NoReturn
 
 README_TABLE = "TensorFlow names we do not have"
 
+# tf_name -> (why not, use instead): the README table's rows for the placeholders made by `not_provided`.
+REASONS: dict[str, tuple[str, str]] = {
+    "tf.train.experimental": (
+        "its checkpoint sharding callbacks (ShardingCallback, MaxShardSizePolicy, ShardByTaskPolicy, "
+        "PythonState, ShardableTensor) plug into TensorFlow's saver; orbax-checkpoint shards arrays by itself.",
+        "tps.train.Checkpoint (orbax writes each array's shards)."),
+    "tf.lookup.experimental": (
+        "DenseHashTable and MutableHashTable are TensorFlow resources updated by graph ops; tps.lookup's "
+        "tables are NumPy lookups for the input pipeline.",
+        "tps.lookup.StaticHashTable / StaticVocabularyTable, or a Python dict in Dataset.map."),
+    "tf.config.experimental.reset_memory_stats": (
+        "JAX's allocators keep a peak-bytes statistic that cannot be reset.",
+        "compare tps.config.experimental.get_memory_info(d)['peak'] before and after, or use "
+        "jax.profiler's device memory profile."),
+    "tf.train.ClusterSpec.as_cluster_def": (
+        "a ClusterDef protocol buffer configures TensorFlow's gRPC servers; JAX's processes find each other "
+        "through jax.distributed's coordinator.",
+        "ClusterSpec.as_dict(), or the resolver passed to tps.initialize."),
+    "tf.tpu.experimental.embedding": (
+        "TPUEmbedding drives the TPU's embedding hardware (SparseCore) through TensorFlow ops; JAX has no "
+        "public API for it.",
+        "an embedding table as a variable looked up with jnp.take (sharded by the strategy)."),
+}
+
 
 class NotProvidedError(NotImplementedError):
     """Raised when a program uses a TensorFlow name tpustrategy deliberately does not have."""
@@ -64,6 +88,18 @@ class NotProvided:
 
     def __repr__(self) -> str:
         return f"<{self.tf_name}: not provided by tpustrategy; see README {README_TABLE!r}>"
+
+
+def not_provided(tf_name: str) -> NotProvided:
+    """The placeholder for ``tf_name``, with its reason and alternative from ``REASONS``."""
+    reason, instead = REASONS[tf_name]
+    return NotProvided(tf_name, reason, instead)
+
+
+def not_provided_member(tf_name: str) -> NotProvidedMember:
+    """The member placeholder for ``tf_name`` (a method or property), from ``REASONS``."""
+    reason, instead = REASONS[tf_name]
+    return NotProvidedMember(tf_name, reason, instead)
 
 
 class NotProvidedMember:

@@ -6,3 +6,4 @@ from tpustrategy._src.cluster.simple import SimpleClusterResolver as SimpleClust
 from tpustrategy._src.cluster.slurm import SlurmClusterResolver as SlurmClusterResolver
 from tpustrategy._src.cluster.tf_config import TFConfigClusterResolver as TFConfigClusterResolver
 from tpustrategy._src.cluster.tpu import TPUClusterResolver as TPUClusterResolver
+from tpustrategy._src.cluster.union import UnionResolver as UnionResolver

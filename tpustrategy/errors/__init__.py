@@ -26,6 +26,7 @@ from tpustrategy._src.errors import FailedPreconditionError as FailedPreconditio
 from tpustrategy._src.errors import InternalError as InternalError
 from tpustrategy._src.errors import InvalidArgumentError as InvalidArgumentError
 from tpustrategy._src.errors import NotFoundError as NotFoundError
+from tpustrategy._src.errors import OperatorNotAllowedInGraphError as OperatorNotAllowedInGraphError
 from tpustrategy._src.errors import OpError as OpError
 from tpustrategy._src.errors import OutOfRangeError as OutOfRangeError
 from tpustrategy._src.errors import PermissionDeniedError as PermissionDeniedError

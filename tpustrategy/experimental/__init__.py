@@ -12,6 +12,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "CommunicationOptions": ("tpustrategy._src.strategy.communication", "CommunicationOptions"),
     "CommunicationImplementation": ("tpustrategy._src.strategy.communication", "CommunicationImplementation"),
     "CentralStorageStrategy": ("tpustrategy._src.strategy.central_storage", "CentralStorageStrategy"),
+    "MultiWorkerMirroredStrategy": ("tpustrategy._src.strategy.strategies", "MultiWorkerMirroredStrategy"),
+    "PreemptionWatcher": ("tpustrategy._src.cluster.preemption_watcher", "PreemptionWatcher"),
+    "TPUStrategy": ("tpustrategy._src.strategy.strategies", "TPUStrategy"),
+    "ValueContext": ("tpustrategy._src.strategy.base", "ValueContext"),
 }
 
 

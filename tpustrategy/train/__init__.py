@@ -15,3 +15,16 @@ from tpustrategy._src.checkpoint.manager import CheckpointManager as CheckpointM
 from tpustrategy._src.checkpoint.manager import latest_checkpoint as latest_checkpoint
 from tpustrategy._src.checkpoint.options import CheckpointOptions as CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus as CheckpointLoadStatus
+from tpustrategy._src.cluster.cluster_spec import ClusterSpec as ClusterSpec
+from tpustrategy._src.data.example_proto import BytesList as BytesList
+from tpustrategy._src.data.example_proto import Example as Example
+from tpustrategy._src.data.example_proto import Feature as Feature
+from tpustrategy._src.data.example_proto import FeatureList as FeatureList
+from tpustrategy._src.data.example_proto import FeatureLists as FeatureLists
+from tpustrategy._src.data.example_proto import Features as Features
+from tpustrategy._src.data.example_proto import FloatList as FloatList
+from tpustrategy._src.data.example_proto import Int64List as Int64List
+from tpustrategy._src.data.example_proto import SequenceExample as SequenceExample
+from tpustrategy._src.not_provided import not_provided as _not_provided
+
+experimental = _not_provided("tf.train.experimental")

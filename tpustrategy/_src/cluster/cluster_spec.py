@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tpustrategy._src.not_provided import not_provided_member
+
 
 class ClusterSpec:
     """The tasks of a cluster, by job name.
@@ -100,6 +102,8 @@ class ClusterSpec:
                 f"ClusterSpec: no job named {job_name!r}. Jobs: {self.jobs}."
             )
         return self._jobs[job_name]
+
+    as_cluster_def = not_provided_member("tf.train.ClusterSpec.as_cluster_def")
 
     def __bool__(self) -> bool:
         return bool(self._jobs)

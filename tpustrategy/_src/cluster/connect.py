@@ -69,6 +69,24 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver: Any, job_name: str
     return initialize(resolver)
 
 
+def experimental_connect_to_host(remote_host: str | list[str] | None = None, job_name: str = "worker") -> Any:
+    """Connects to the hosts of one job (``tf.config.experimental_connect_to_host``).
+
+    The same as ``experimental_connect_to_cluster(ClusterSpec({job_name: remote_host}))``:
+    this process is task 0 of that job unless the job starts it otherwise.
+
+    Raises:
+      ValueError: no ``remote_host``.
+    """
+    from tpustrategy._src.cluster.cluster_spec import ClusterSpec
+
+    if not remote_host:
+        raise ValueError("tps.config.experimental_connect_to_host: Must provide at least one remote_host "
+                         f"(received remote_host={remote_host!r}).\nFix: pass 'host:port' or a list of them.")
+    hosts = [remote_host] if isinstance(remote_host, str) else list(remote_host)
+    return experimental_connect_to_cluster(ClusterSpec({job_name: hosts}), job_name=job_name)
+
+
 _logged_no_tpu = False
 
 

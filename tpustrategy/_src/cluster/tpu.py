@@ -121,6 +121,7 @@ class TPUClusterResolver(ClusterResolver):
         self._coordinator = coordinator_address
         self._discovery_url = discovery_url or os.environ.get("TPU_API_DISCOVERY_URL")
         self._endpoints: list[str] = []
+        self._serialized_topology: bytes | None = None
         if self._tpu.startswith("grpc://"):
             self._endpoints = [_endpoint(e) for e in self._tpu.split(",") if e.strip()]
         elif self._tpu != "local" and not running_on_tpu_vm():
@@ -163,6 +164,59 @@ class TPUClusterResolver(ClusterResolver):
     def tpu(self) -> str:
         """The resolved TPU name."""
         return self._tpu
+
+    @staticmethod
+    def connect(tpu: str | None = None, zone: str | None = None,
+                project: str | None = None) -> TPUClusterResolver:
+        """Resolves, connects and initializes the TPU system in one call (TensorFlow's ``connect``).
+
+        The same as ``r = TPUClusterResolver(tpu, zone, project)``,
+        ``tps.config.experimental_connect_to_cluster(r)`` and
+        ``tps.tpu.experimental.initialize_tpu_system(r)``.
+
+        Returns:
+          The resolver.
+        """
+        from tpustrategy._src.cluster.connect import (
+            experimental_connect_to_cluster,
+            initialize_tpu_system,
+        )
+
+        resolver = TPUClusterResolver(tpu, zone=zone, project=project)
+        experimental_connect_to_cluster(resolver)
+        initialize_tpu_system(resolver)
+        return resolver
+
+    def get_tpu_system_metadata(self) -> Any:
+        """The job's cores, hosts and topology (``tps.tpu.experimental.TPUSystemMetadata``).
+
+        Starts JAX's backend. Without a TPU it describes the default backend's
+        devices, as ``initialize_tpu_system`` does.
+        """
+        from tpustrategy._src.devices import tpu_system
+        from tpustrategy._src.devices.topology import Topology
+
+        if self._serialized_topology is not None:
+            topology = Topology(serialized=self._serialized_topology)
+        else:
+            from tpustrategy._src.cluster.connect import initialize_tpu_system
+
+            topology = initialize_tpu_system()
+        return tpu_system.system_metadata(topology)
+
+    @property
+    def tpu_hardware_feature(self) -> Any:
+        """The chips' features (``tps.tpu.experimental.HardwareFeature``; ``UNSUPPORTED`` off TPU)."""
+        from tpustrategy._src.devices import tpu_system
+
+        return tpu_system.hardware_feature()
+
+    def set_tpu_topology(self, serialized_tpu_topology: bytes) -> None:
+        """Sets the topology ``get_tpu_system_metadata`` reports (a serialized ``TopologyProto``)."""
+        from tpustrategy._src.devices.topology import Topology
+
+        Topology(serialized=serialized_tpu_topology)  # checks the bytes now, not at the next read
+        self._serialized_topology = bytes(serialized_tpu_topology)
 
     # -- what tps.initialize needs -----------------------------------------------------
 

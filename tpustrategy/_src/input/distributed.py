@@ -17,8 +17,8 @@ import jax
 import numpy as np
 
 from tpustrategy._src.context import stack as context
-from tpustrategy._src.errors import OutOfRangeError
-from tpustrategy._src.input import autoshard, split, to_device
+from tpustrategy._src.errors import InvalidArgumentError, OutOfRangeError
+from tpustrategy._src.input import autoshard, interfaces, split, to_device
 from tpustrategy._src.input.input_context import InputOptions, InputReplicationMode, check_options
 from tpustrategy._src.input.prefetch import Prefetcher
 from tpustrategy._src.values.distributed import PerReplica
@@ -47,7 +47,10 @@ class Optional:
 
     def get_value(self) -> Any:
         if not self._has:
-            raise ValueError("Optional.get_value(): the optional has no value (end of the input).")
+            # TensorFlow: InvalidArgumentError (also a ValueError here, as before).
+            raise InvalidArgumentError(
+                "Optional.get_value(): the optional has no value (the input has ended).\n"
+                "Fix: check optional.has_value() first, e.g. `while (opt := it.get_next_as_optional()).has_value():`.")
         return self._value
 
 
@@ -183,7 +186,7 @@ class _StepSource:
             pass
 
 
-class DistributedIterator(_StepSource):
+class DistributedIterator(_StepSource, interfaces.DistributedIterator):
     """Iterator over a ``DistributedDataset``: one step of per-replica values per ``get_next``."""
 
     def __init__(self, dataset: DistributedDataset):
@@ -191,6 +194,11 @@ class DistributedIterator(_StepSource):
         self._host = iter(dataset._plan.dataset)
         super().__init__(dataset._strategy, dataset._options, coordinate=dataset._plan.num_pipelines > 1)
         self._first_replica = dataset._pipeline_id * dataset._num_local
+
+    @property
+    def element_spec(self) -> Any:
+        """The dataset's ``element_spec`` (TensorFlow's ``DistributedIterator.element_spec``)."""
+        return self._ds.element_spec
 
     def _host_state(self) -> Any:
         return self._host.get_state()
@@ -223,7 +231,7 @@ class DistributedIterator(_StepSource):
                 return result
 
 
-class DistributedDataset:
+class DistributedDataset(interfaces.DistributedDataset):
     """A dataset of global batches split across replicas (``tf.distribute.DistributedDataset``).
 
     Accepts no further transformations; supports ``iter``, ``for``,
@@ -327,12 +335,6 @@ class DistributedDataset:
     def cardinality(self) -> int:
         """The source dataset's cardinality (-1 infinite, -2 unknown)."""
         return self._plan.dataset.cardinality()
-
-    def reduce(self, initial_state: Any, reduce_fn: Any) -> Any:
-        state = initial_state
-        for step in self:
-            state = reduce_fn(state, step)
-        return state
 
     def explain_sharding(self) -> str:
         """Which auto-shard policy was applied to this pipeline, where, and why."""

@@ -16,12 +16,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.input import split
+from tpustrategy._src.input import interfaces, split
 from tpustrategy._src.input.distributed import _check_not_in_replica, _StepSource
 from tpustrategy._src.input.input_context import InputContext, InputReplicationMode, check_options
 
 
-class DistributedDatasetsFromFunction:
+class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
     """The result of ``distribute_datasets_from_function`` (iterable, no transformations)."""
 
     def __init__(self, strategy: Any, dataset_fn: Any, options: Any = None, *,
@@ -81,7 +81,11 @@ class DistributedDatasetsFromFunction:
         return self._datasets[0].cardinality()
 
 
-class _FromFunctionIterator(_StepSource):
+class _FromFunctionIterator(_StepSource, interfaces.DistributedIterator):
+    @property
+    def element_spec(self) -> Any:
+        return self._owner.element_spec
+
     def __init__(self, owner: DistributedDatasetsFromFunction):
         self._owner = owner
         self._hosts = [iter(ds) for ds in owner._datasets]

@@ -20,6 +20,14 @@ from tpustrategy._src.values.distributed import DistributedValues, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 
+def device_name(device: Any) -> str:
+    """TensorFlow's full name of a JAX device: ``/job:worker/replica:0/task:<process>/device:<KIND>:<local index>``."""
+    peers = sorted((d for d in jax.devices() if d.process_index == device.process_index
+                    and d.platform == device.platform), key=lambda d: d.id)
+    index = next((i for i, d in enumerate(peers) if d == device), device.id)
+    return f"/job:worker/replica:0/task:{device.process_index}/device:{device.platform.upper()}:{index}"
+
+
 class ReplicaContext:
     """The per-replica view of a strategy, available inside ``strategy.run``."""
 
@@ -43,6 +51,20 @@ class ReplicaContext:
     def replica_id_in_sync_group(self) -> Any:
         """This replica's global id in ``[0, num_replicas_in_sync)`` (an int32 scalar)."""
         return self._replica_id
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """The devices this replica runs on, as TensorFlow device names (``tf.distribute.ReplicaContext.devices``).
+
+        On the eager path and in the default context, the replica's one device; on
+        the compiled path, where one trace stands for every replica, the devices of
+        all of this process's replicas.
+        """
+        device = getattr(self, "_device", None)
+        devices = [device] if device is not None else list(self._strategy.worker_devices)
+        if self._is_default:
+            devices = devices[:1]
+        return tuple(device_name(d) for d in devices)
 
     def _check_current(self, api: str) -> None:
         entry = context.current_entry()
