@@ -158,6 +158,12 @@ def test_fast_keys_name_kinds_shapes_and_static_values():
     assert entry.fast_key((a, 2, {"y": np.ones(2)}), {}, None)[0] != key_a
     assert entry.fast_key((a, 1, {"y": np.ones(2, np.int32)}), {}, None)[0] != key_a
     assert entry.fast_key((a.astype(jnp.int32), 1, {"y": np.ones(2)}), {}, None)[0] != key_a
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    key_p = entry.fast_key((pair(a, 1),), {}, None)[0]
+    assert key_p != entry.fast_key(((a, 1),), {}, None)[0]  # a namedtuple is its own structure
+    assert entry.fast_key((pair(jnp.ones((2, 3)), 1),), {}, None)[0] == key_p
     assert entry.fast_key((object(),), {}, None) is None  # objects: the classifying path
     assert entry.fast_key((tps.PerReplica([1.0, 2.0]),), {}, None) is None  # not stacked yet
 

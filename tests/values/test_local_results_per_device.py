@@ -124,7 +124,7 @@ def test_a_mirrored_value_reads_as_its_one_value():
 
 
 def test_local_results_of_a_small_run_result_are_views_made_by_the_program(monkeypatch):
-    from tpustrategy._src.values import views
+    from tpustrategy._src.values import movement
 
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     loss = strategy.run(lambda: _replica_id() * 2.0)
@@ -132,7 +132,7 @@ def test_local_results_of_a_small_run_result_are_views_made_by_the_program(monke
     def no_relayout(*args):
         raise AssertionError("local results of a program's small result needed another program")
 
-    monkeypatch.setattr(views, "_relayout", no_relayout)
+    monkeypatch.setattr(movement, "relayout", no_relayout)
     parts = strategy.experimental_local_results(loss)
     assert [float(p) for p in parts] == [0.0, 2.0, 4.0, 6.0]
     assert [p.devices() for p in parts] == [{d} for d in jax.devices()[:4]]

@@ -53,7 +53,8 @@ def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
     Equal fast keys imply equal ``signature.classify`` keys: each array contributes its
     type, shape, dtype and weak type; a stacked ``PerReplica`` its stacked shape, dtype and
     (ragged) true shapes; a ``Mirrored`` its replicated array's; a Python scalar its type
-    and value; containers their type and length (dicts their sorted keys).
+    and value; containers (tuples, lists, namedtuples, dicts) their type and length (dicts their
+    sorted keys).
 
     Args:
       args: the positional arguments.
@@ -105,6 +106,11 @@ def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
     elif t is np.ndarray and x.dtype.kind in "biufc":
         key.append((t, x.shape, x.dtype))
         arrays.append(x)
+    elif isinstance(x, tuple) and hasattr(t, "_fields"):  # a namedtuple (optax states): its fields
+        key.append((t, len(x)))
+        for item in x:
+            if not _add(item, key, arrays, split):
+                return False
     else:
         return False
     return True

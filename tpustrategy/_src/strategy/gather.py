@@ -13,10 +13,8 @@ path's ``ReplicaContext.all_gather`` uses it too).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
@@ -25,6 +23,7 @@ from jax.sharding import PartitionSpec as P
 from tpustrategy._src.execution import host_values
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.replica.shapes import shape_mismatch_error
+from tpustrategy._src.values import movement
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
@@ -48,8 +47,8 @@ def _axis(axis: Any, rank: int) -> int:
 def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) -> Any:
     """Gathers one leaf (a distributed value, a variable, or a plain value).
 
-    The concatenation is one jitted program whose result is replicated over the
-    strategy's devices, so every process of a multi-host job can read it.
+    The concatenation is one data-movement program (``values.movement``) whose result is
+    replicated over the strategy's devices, so every process of a multi-host job can read it.
     """
     if getattr(value, "_tps_distributed_variable", False):
         value = value.read_value()
@@ -75,27 +74,5 @@ def _gather_per_replica(value: DistributedValues, axis: Any, split_sharding: Any
     stacked = value.stacked_array(split_sharding)
     replicated = NamedSharding(split_sharding.mesh, P()) if split_sharding is not None else None
     if not value.is_ragged:
-        return _concatenated(stacked, a, replicated)
-    return _ragged_concatenated(stacked, tuple(shapes), a, replicated)
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _concatenate_stacked(stacked: Any, a: int, _: Any) -> Any:
-    moved = jnp.moveaxis(stacked, 0, a)
-    shape = list(moved.shape)
-    return moved.reshape(shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2:])
-
-
-def _concatenated(stacked: Any, a: int, replicated: Any) -> Any:
-    if replicated is None or isinstance(stacked, jax.core.Tracer):
-        return _concatenate_stacked(stacked, a, None)
-    return jax.jit(_concatenate_stacked, static_argnums=(1, 2), out_shardings=replicated)(stacked, a, None)
-
-
-def _ragged_concatenated(stacked: Any, shapes: tuple, a: int, replicated: Any) -> Any:
-    def body(x: Any) -> Any:
-        return jnp.concatenate([x[r][tuple(slice(0, d) for d in s)] for r, s in enumerate(shapes)], axis=a)
-
-    if replicated is None or isinstance(stacked, jax.core.Tracer):
-        return body(stacked)
-    return jax.jit(body, out_shardings=replicated)(stacked)
+        return movement.concatenated(stacked, a, replicated)
+    return movement.ragged_concatenated(stacked, tuple(shapes), a, replicated)

@@ -26,7 +26,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.values import mesh_axis
+from tpustrategy._src.values import mesh_axis, movement
 
 Shape = tuple[int, ...]
 
@@ -70,14 +70,6 @@ def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
     return tuple(_assemble(mesh, r, arr.shape, sharding.spec, by_replica[r]) for r in sorted(by_replica))
 
 
-@functools.cache
-def _relayout(mesh: Mesh, ndim: int) -> Any:
-    """``[R, ...]`` sharded over replicas -> each device holding its own ``[...]`` (one dispatch)."""
-    in_spec = P(mesh_axis.REPLICA_AXIS, *([None] * (ndim - 1)))
-    body = jax.shard_map(lambda a: a[0], mesh=mesh, in_specs=in_spec, out_specs=P(), check_vma=False)
-    return jax.jit(body)
-
-
 def _trim(x: Any, shape: Shape | None) -> Any:
     if shape is None or tuple(x.shape) == shape:
         return x
@@ -99,7 +91,7 @@ def stacked_components(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[
               and not mesh_axis.has_cores(mesh) and jax.process_count() == 1
               and mesh.devices.size == stacked.shape[0])
     if simple:
-        out = _relayout(mesh, stacked.ndim)(stacked)
+        out = movement.relayout(mesh, stacked.ndim)(stacked)
         shards = sorted(out.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
         return tuple(_trim(s.data, true_shape(i)) for i, s in enumerate(shards))
     # Each process reshapes its own shards; a replica split over cores is assembled over them.
