@@ -17,6 +17,7 @@ path and when a ``CheckpointManager`` starts (process 0 only):
   ``ckpt-N`` is complete the old copy is stale and removed; otherwise it is
   the only complete copy and is renamed back to ``ckpt-N``.
 - ``ckpt-N.tps-deleting``: a deletion that was interrupted; removed.
+- ``checkpoint.tps-tmp``: a state file that was being written; removed.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ def clean_leftovers(directory: str, name: str | None = None) -> None:
                     bases.add(base)
     for base in sorted(bases):
         recover(os.path.join(directory, base))
+    state_tmp = state_file.state_path(directory) + files.TMP_SUFFIX  # a crash mid state-file write
+    if os.path.isfile(state_tmp):
+        os.remove(state_tmp)
 
 
 def exists(path: str) -> bool:
