@@ -11,10 +11,14 @@ from tpustrategy._src.checkpoint.checkpoint import Checkpoint as Checkpoint
 from tpustrategy._src.checkpoint.inspection import CheckpointReader as CheckpointReader
 from tpustrategy._src.checkpoint.inspection import list_variables as list_variables
 from tpustrategy._src.checkpoint.inspection import load_checkpoint as load_checkpoint
+from tpustrategy._src.checkpoint.inspection import load_variable as load_variable
 from tpustrategy._src.checkpoint.manager import CheckpointManager as CheckpointManager
 from tpustrategy._src.checkpoint.manager import latest_checkpoint as latest_checkpoint
 from tpustrategy._src.checkpoint.options import CheckpointOptions as CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus as CheckpointLoadStatus
+from tpustrategy._src.checkpoint.tf_format.object_graph import CheckpointView as CheckpointView
+from tpustrategy._src.checkpoint.watch import checkpoints_iterator as checkpoints_iterator
+from tpustrategy._src.checkpoint.watch import get_checkpoint_state as get_checkpoint_state
 from tpustrategy._src.cluster.cluster_spec import ClusterSpec as ClusterSpec
 from tpustrategy._src.data.example_proto import BytesList as BytesList
 from tpustrategy._src.data.example_proto import Example as Example

@@ -25,6 +25,7 @@ from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.graph import Graph
 from tpustrategy._src.checkpoint.options import CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
+from tpustrategy._src.checkpoint.tf_format import restore as tf_restore
 
 _RESERVED = frozenset({"save", "write", "restore", "read", "save_counter", "sync", "options"})
 
@@ -206,6 +207,8 @@ class Checkpoint:
             return InitializationOnlyStatus()
         path = _check_path(save_path, api, "save_path")
         asynchronous.wait_all()
+        if tf_restore.is_tf_checkpoint(path):  # TensorFlow's own files: ckpt-N.index + data
+            return tf_restore.restore(self, path, api)
         status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
         status._pending = deferred.start(self, graph, status.unused, manifest, path, api)

@@ -35,6 +35,14 @@ class CheckpointReader:
         use `load_checkpoint` for that.
     """
 
+    def __new__(cls, path: str) -> CheckpointReader:
+        if cls is CheckpointReader and isinstance(path, (str, os.PathLike)) and os.path.isfile(
+                os.fspath(path) + ".index"):  # TensorFlow's own files (tf_format)
+            from tpustrategy._src.checkpoint.tf_format.tf_reader import TFCheckpointReader
+
+            return super().__new__(TFCheckpointReader)
+        return super().__new__(cls)
+
     def __init__(self, path: str):
         api = "tps.train.load_checkpoint"
         path = files.resolve(path)
@@ -147,7 +155,7 @@ def _resolve(ckpt_dir_or_file: Any, api: str) -> str:
                 "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
                 "CheckpointManager saves into.")
         return latest
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
         raise NotFoundError(
             f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
             "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
@@ -173,3 +181,15 @@ def list_variables(ckpt_dir_or_file: str | os.PathLike[str]) -> list[tuple[str, 
     """``(name, shape)`` of every saved value, sorted by name (``tf.train.list_variables``)."""
     reader = CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.list_variables"))
     return sorted(reader.get_variable_to_shape_map().items())
+
+
+def load_variable(ckpt_dir_or_file: str | os.PathLike[str], name: str) -> Any:
+    """The saved value of ``name`` in a checkpoint or a folder's newest one (``tf.train.load_variable``).
+
+    ``name`` is a key (``"net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"``) or an
+    object path (``"net/l1/kernel"``); a trailing ``":0"`` is ignored, as in TF.
+    """
+    if isinstance(name, str) and name.endswith(":0"):
+        name = name[:-2]
+    reader = CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.load_variable"))
+    return reader.get_tensor(name)

@@ -1,0 +1,194 @@
+"""``Checkpoint.restore`` of a TensorFlow-written checkpoint.
+
+The checkpoint's object graph is matched with this Checkpoint's objects by
+following its edges (`object_graph.match`), as TensorFlow does; every node
+that holds a ``VARIABLE_VALUE`` and found an object gets its value:
+
+- a ``tps.Variable`` (mirrored, sync-on-read, plain) or a Keras variable:
+  the saved value, placed on the variable's devices (any replica count; a
+  sync-on-read variable's saved value is its aggregate, spread as our own
+  checkpoints do: SUM on the first replica, else on every replica);
+- a NumPy array (written in place), a ``jax.Array`` or a Python number in a
+  dict, list, attribute or this Checkpoint: replaced by the saved value;
+- ``save_counter``: the Checkpoint's counter.
+
+The saved dtype must be the variable's, or its 64-bit form when JAX's
+64-bit types are off (int64 -> int32, float64 -> float32, ...: the value is
+narrowed, as a JAX array of that dtype would be). Everything is read and
+checked before anything changes. The returned status has TensorFlow's
+semantics: ``assert_consumed`` fails while a saved value found no object or
+an object of this Checkpoint found no value; ``assert_existing_objects_matched``
+only checks the objects; ``expect_partial`` marks a partial restore as meant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint.status import CheckpointLoadStatus
+from tpustrategy._src.checkpoint.tf_format import object_graph
+from tpustrategy._src.checkpoint.tf_format.bundle import BundleReader
+
+_NARROW = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
+           np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64)}
+
+
+def is_tf_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a TensorFlow checkpoint prefix (``path.index`` exists)."""
+    import os
+
+    return os.path.isfile(path + ".index")
+
+
+def _keras_variable(x: Any) -> bool:
+    if "keras" not in __import__("sys").modules:
+        return False
+    import keras
+
+    return isinstance(x, keras.Variable)
+
+
+def _face(x: Any) -> Any:
+    """The ``tps.Variable`` to restore through (a Keras variable's companion), or None."""
+    if adapter.is_variable(x):
+        return x
+    if _keras_variable(x):
+        from tpustrategy._src.keras import variables as variables_lib
+
+        return variables_lib.checkpoint_state(x)
+    return None
+
+
+def _fit(value: np.ndarray, dtype: np.dtype, shape: tuple[int, ...], key: str, api: str) -> np.ndarray:
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(
+            f"{api}: {key!r} was saved with shape {tuple(value.shape)}, but the object restored into "
+            f"has shape {tuple(shape)}.\nFix: build the model with the same configuration as when it "
+            "was saved, or leave this object out of the Checkpoint you restore into.")
+    if value.dtype == dtype:
+        return value
+    if _NARROW.get(value.dtype) == dtype:
+        return value.astype(dtype)
+    raise ValueError(
+        f"{api}: {key!r} was saved with dtype {value.dtype}, but the object restored into has dtype "
+        f"{dtype}.\nFix: create it with dtype {value.dtype} (with 64-bit types off, its 32-bit form).")
+
+
+def _assign_variable(var: Any, value: np.ndarray) -> None:
+    sharding = var._value.sharding
+    if var._kind == adapter.SYNC_ON_READ:
+        replicas = int(var._value.shape[0])
+        stacked = np.zeros((replicas, *value.shape), value.dtype)
+        if adapter._aggregation(var) == "SUM":
+            stacked[0] = value
+        else:
+            stacked[:] = value
+        adapter.set_variable(var, jax.device_put(stacked, sharding))
+    else:
+        adapter.set_variable(var, jax.device_put(value, sharding))
+
+
+def _putter(parent: Any, name: str) -> Callable[[Any], None] | None:
+    from tpustrategy._src.checkpoint.checkpoint import Checkpoint
+
+    if isinstance(parent, Checkpoint):
+        if name in parent._objects:
+            return lambda v: parent._objects.__setitem__(name, v)
+        return None if parent._root is None else _putter(parent._root, name)
+    if isinstance(parent, dict):
+        key = name if name in parent else int(name)
+        return lambda v: parent.__setitem__(key, v)
+    if isinstance(parent, list):
+        return lambda v: parent.__setitem__(int(name), v)
+    if hasattr(parent, "__dict__") and not isinstance(parent, tuple):
+        return lambda v: setattr(parent, name, v)
+    return None
+
+
+def _parents(nodes: list[Any], found: dict[int, Any]) -> dict[int, tuple[Any, str]]:
+    out: dict[int, tuple[Any, str]] = {}
+    for node_id in found:
+        for name, child in nodes[node_id].children:
+            if child in found and child not in out and child != 0:
+                out[child] = (found[node_id], name)
+    return out
+
+
+def _underlying(x: Any) -> int:
+    return id(getattr(x, "_keras", x))
+
+
+def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
+    """Restores the TensorFlow checkpoint ``prefix`` into ``ckpt`` (module docstring)."""
+    reader = BundleReader(prefix, api)
+    nodes = object_graph.read_object_graph(reader, api)
+    found = object_graph.match(nodes, ckpt)
+    parents = _parents(nodes, found)
+    root_children = dict(nodes[0].children)
+    counter_node = root_children.get("save_counter")
+    actions: list[Callable[[], None]] = []
+    matched: list[str] = []
+    matched_ids: set[int] = set()
+    unused: list[str] = []
+    for node_id, node in enumerate(nodes):
+        for attr in node.attributes:
+            key = attr.checkpoint_key
+            if node_id == counter_node and node_id not in found and attr.name == object_graph.VALUE:
+                count = int(reader.get(key))
+                actions.append(lambda count=count: object.__setattr__(ckpt, "_save_counter", count))
+                matched.append(key)
+                continue
+            obj = found.get(node_id)
+            if obj is None or attr.name != object_graph.VALUE or key not in reader.entries:
+                unused.append(key)
+                continue
+            action = _plan(obj, parents.get(node_id), reader.get(key), key, api)
+            if action is None:
+                unused.append(key)
+                continue
+            actions.append(action)
+            matched.append(key)
+            matched_ids.add(_underlying(obj))
+    for action in actions:
+        action()
+    graph = ckpt._graph(api, restoring=True)
+    missing = [key for key, entry in graph.entries.items()
+               if entry.kind == "variable" and _underlying(entry.obj) not in matched_ids]
+    return CheckpointLoadStatus(prefix, matched, unused, missing)
+
+
+def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
+          api: str) -> Callable[[], None] | None:
+    """How to put ``value`` into ``obj`` (checked now, done later), or None if it cannot hold one."""
+    face = _face(obj)
+    if face is not None:
+        fitted = _fit(value, np.dtype(face.dtype), tuple(face.shape), key, api)
+        return lambda: _assign_variable(face, fitted)
+    if isinstance(obj, np.ndarray):
+        fitted = _fit(value, obj.dtype, obj.shape, key, api)
+        if obj.flags.writeable:
+            return lambda: np.copyto(obj, fitted)
+    elif isinstance(obj, jax.Array):
+        fitted = _fit(value, np.dtype(obj.dtype), tuple(obj.shape), key, api)
+        sharding = obj.sharding
+        put = None if parent is None else _putter(*parent)
+        return None if put is None else (lambda: put(jax.device_put(fitted, sharding)))
+    elif isinstance(obj, (bool, int, float, str, np.generic)):
+        put = None if parent is None else _putter(*parent)
+        if put is None:
+            return None
+        if isinstance(obj, str):
+            scalar: Any = value.item()
+            scalar = scalar.decode("utf-8", errors="surrogateescape") if isinstance(scalar, bytes) else str(scalar)
+        else:
+            scalar = type(obj)(value.item()) if not isinstance(obj, np.generic) else value.astype(obj.dtype)[()]
+        return lambda: put(scalar)
+    else:
+        return None
+    put = None if parent is None else _putter(*parent)
+    return None if put is None else (lambda: put(fitted))
