@@ -44,6 +44,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "GradientTape": ("tpustrategy._src.tape.tape", "GradientTape"),
     "UnconnectedGradients": ("tpustrategy._src.tape.tape", "UnconnectedGradients"),
     "function": ("tpustrategy._src.function", "function"),
+    "experimental_set_strategy": ("tpustrategy._src.strategy.context", "experimental_set_strategy"),
     "get_replica_context": ("tpustrategy._src.strategy.context", "get_replica_context"),
     "get_strategy": ("tpustrategy._src.strategy.context", "get_strategy"),
     "has_strategy": ("tpustrategy._src.strategy.context", "has_strategy"),
@@ -74,6 +75,9 @@ if _TYPE_CHECKING:  # the same names, for type checkers and IDEs
     )
     from tpustrategy._src.strategy.communication import NcclAllReduce as NcclAllReduce
     from tpustrategy._src.strategy.communication import ReductionToOneDevice as ReductionToOneDevice
+    from tpustrategy._src.strategy.context import (
+        experimental_set_strategy as experimental_set_strategy,
+    )
     from tpustrategy._src.strategy.context import get_replica_context as get_replica_context
     from tpustrategy._src.strategy.context import get_strategy as get_strategy
     from tpustrategy._src.strategy.context import has_strategy as has_strategy

@@ -1,5 +1,6 @@
 """strategy.cluster_resolver as TensorFlow builds it: from TF_CONFIG, the launcher's variables,
-a multi-process JAX job, or a local resolver — for every strategy."""
+a multi-process JAX job, or a local resolver — for the TPU and multi-worker strategies (the
+single-host ones have none, as in TensorFlow)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,6 @@ def clean_env(monkeypatch):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: tps.MirroredStrategy(),
-    lambda: tps.OneDeviceStrategy(jax.devices()[0]),
     lambda: tps.MultiWorkerMirroredStrategy(),
 ])
 def test_a_local_strategy_has_a_resolver_with_an_empty_cluster_and_no_task(make):
@@ -33,6 +32,15 @@ def test_a_local_strategy_has_a_resolver_with_an_empty_cluster_and_no_task(make)
     assert resolver.cluster_spec().as_dict() == {}
     assert (resolver.task_type, resolver.task_id) == (None, None)
     assert resolver.num_accelerators() == {}  # CPU devices only
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tps.MirroredStrategy(),
+    lambda: tps.OneDeviceStrategy(jax.devices()[0]),
+])
+def test_single_host_strategies_have_no_resolver_as_tensorflow(make):
+    # issue 23: TensorFlow builds a resolver for TPU and multi-worker strategies only
+    assert make().cluster_resolver is None
 
 
 def test_tpu_strategy_without_a_resolver_builds_the_local_tpu_resolver():

@@ -54,7 +54,8 @@ def test_extended_update_runs_the_update_function_on_the_variable():
 def test_cluster_resolver_is_what_the_strategy_was_built_with():
     from tpustrategy._src.cluster.cluster_spec import ClusterSpec
 
-    local = _s().cluster_resolver  # issue 18: a local resolver, as TF's local MultiWorkerMirroredStrategy
+    assert _s().cluster_resolver is None  # issue 23: TensorFlow's MirroredStrategy has none
+    local = tps.MultiWorkerMirroredStrategy().cluster_resolver  # issue 18: a local resolver, as TF's
     assert local.cluster_spec().as_dict() == {} and (local.task_type, local.task_id) == (None, None)
     resolver = tps.cluster_resolver.SimpleClusterResolver(ClusterSpec({"worker": ["localhost:2222"]}))
     assert tps.TPUStrategy(resolver).cluster_resolver is resolver

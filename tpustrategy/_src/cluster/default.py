@@ -3,8 +3,9 @@
 TensorFlow's multi-worker strategies always hold a resolver: ``TFConfigClusterResolver``
 for ``MultiWorkerMirroredStrategy``, the TPU resolver for ``TPUStrategy``; code such
 as ``PreemptionCheckpointHandler`` or the multi-worker tutorial's ``_is_chief``
-reads ``cluster_spec()``, ``task_type`` and ``task_id`` from it. Here every
-strategy holds one, found in this order:
+reads ``cluster_spec()``, ``task_type`` and ``task_id`` from it. Here those two
+strategies hold one (the single-host ``MirroredStrategy`` and ``OneDeviceStrategy``
+have none, as in TensorFlow), found in this order:
 
 1. ``TF_CONFIG`` with a cluster: a ``TFConfigClusterResolver``;
 2. the launcher's ``TPS_NUM_PROCESSES`` / ``TPS_PROCESS_ID`` /
@@ -13,7 +14,7 @@ strategy holds one, found in this order:
    (``task_id`` = the process index; addresses from the launcher, else
    ``"process-<i>"`` placeholders);
 3. otherwise one local process: ``TPUStrategy`` gets ``TPUClusterResolver("local")``
-   (``task_type="worker"``, ``task_id=0``), the others a resolver with an empty
+   (``task_type="worker"``, ``task_id=0``), ``MultiWorkerMirroredStrategy`` a resolver with an empty
    cluster spec and ``task_type``/``task_id`` None — what TensorFlow's
    ``MultiWorkerMirroredStrategy`` reports in a local job.
 

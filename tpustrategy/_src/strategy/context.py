@@ -6,6 +6,7 @@ accessors add the default strategy, which needs the strategy package.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from tpustrategy._src.context.stack import (  # noqa: F401 - the strategy package's names
@@ -40,3 +41,33 @@ def get_replica_context() -> Any:
 
         return default_strategy()._default_replica_context
     return entry.replica_context
+
+
+class _SetStrategy(threading.local):
+    scope: Any = None
+
+
+_set_strategy = _SetStrategy()
+
+
+def experimental_set_strategy(strategy: Any) -> None:
+    """Makes ``strategy`` current without ``with strategy.scope():`` (``tf.distribute.experimental_set_strategy``).
+
+    ``None`` goes back to the default strategy. A later call replaces the
+    strategy set before. Per thread, as the scope is.
+
+    Raises:
+      RuntimeError: called inside a ``with strategy.scope():`` block.
+    """
+    old = _set_strategy.scope
+    if old is not None:
+        old.__exit__(None, None, None)
+        _set_strategy.scope = None
+    if has_strategy():
+        raise RuntimeError(
+            "Must not be called inside a `tf.distribute.Strategy` scope (tps.experimental_set_strategy).\n"
+            "Fix: leave the `with strategy.scope():` block first, or use the scope instead.")
+    if strategy is not None:
+        scope = strategy.scope()
+        scope.__enter__()
+        _set_strategy.scope = scope

@@ -25,12 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.strategy import context
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
 def _is_variable(x: Any) -> bool:
-    return hasattr(x, "read_value") and hasattr(x, "_kind")
+    return hasattr(x, "read_value") and hasattr(x, "kind") and hasattr(x, "is_distributed_variable")
 
 
 def _check_destinations(destinations: Any, api: str) -> None:
@@ -48,7 +49,7 @@ def _check_destinations(destinations: Any, api: str) -> None:
 
 def _destination_count(strategy: Any, destinations: Any) -> int:
     """How many local devices TensorFlow would place the result on."""
-    if isinstance(destinations, DistributedValues) or getattr(destinations, "_tps_distributed_variable", False):
+    if isinstance(destinations, DistributedValues) or contracts.is_distributed_variable(destinations):
         return len(strategy.experimental_local_results(destinations))
     return 1  # a device, or a value on one device (a host tensor, a plain variable)
 
@@ -245,7 +246,7 @@ class StrategyExtended:
     def _replica_ctx_all_reduce(self, reduce_op: Any, value: Any, options: Any = None) -> Any:
         """TensorFlow's private name of ``get_replica_context().all_reduce`` (its own tests call it)."""
         ctx = context.get_replica_context()
-        if ctx is None or ctx._is_default and self._strategy.num_replicas_in_sync > 1:
+        if ctx is None or ctx.is_default and self._strategy.num_replicas_in_sync > 1:
             raise RuntimeError(
                 "strategy.extended._replica_ctx_all_reduce must be called in a replica context (inside "
                 "strategy.run).\nFix: call it from the replica function, or use strategy.reduce outside it."
@@ -286,10 +287,25 @@ class StrategyExtended:
         with self._strategy.scope() if context.get_replica_context() is None else contextlib.nullcontext():
             frame = frames.current()
             in_replica_trace = frame is not None and frame.level == "replica"
-            if getattr(var, "_kind", None) == "sync_on_read" or (in_replica_trace and _is_variable(var)
-                                                                 and var._kind == "mirrored"):
+            if getattr(var, "kind", None) == "sync_on_read" and _is_variable(var) or (in_replica_trace and _is_variable(var)
+                                                                 and var.kind == "mirrored"):
                 return _update_each_component(var, fn, args, kwargs, group)
             return fn(var, *_mirrored_args(args), **_mirrored_args(kwargs))
+
+    def update_non_slot(self, colocate_with: Any, fn: Callable[..., Any], args: Any = (), kwargs: Any = None,
+                        group: bool = True) -> Any:
+        """Runs ``fn(*args, **kwargs)`` once, in cross-replica context (TensorFlow's ``update_non_slot``).
+
+        For state that is not a slot of one variable (an optimizer's step
+        counter). ``colocate_with`` names where TensorFlow would run it; JAX
+        places the result by the arrays ``fn`` uses, so it is accepted as is.
+
+        Returns:
+          What ``fn`` returned.
+        """
+        args, kwargs = tuple(args), dict(kwargs or {})
+        with self._strategy.scope() if context.get_replica_context() is None else contextlib.nullcontext():
+            return fn(*_mirrored_args(args), **_mirrored_args(kwargs))
 
     def call_for_each_replica(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None) -> Any:
         return self._strategy.run(fn, args, kwargs)

@@ -35,7 +35,7 @@ class MirroredStrategy(Strategy):
     def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
         self._cross_device_ops = check_cross_device_ops(cross_device_ops, "MirroredStrategy")
         super().__init__(resolve_devices(devices, "MirroredStrategy"))
-        self._cluster_resolver = default_resolver()
+        self._cluster_resolver = None  # TensorFlow: a single-host strategy has no resolver
 
 
 class OneDeviceStrategy(Strategy):
@@ -43,7 +43,7 @@ class OneDeviceStrategy(Strategy):
 
     def __init__(self, device: Any):
         super().__init__((resolve_device(device, "OneDeviceStrategy"),))
-        self._cluster_resolver = default_resolver()
+        self._cluster_resolver = None  # TensorFlow: a single-device strategy has no resolver
 
 
 class TPUStrategy(LogicalDevices, Strategy):
