@@ -23,10 +23,13 @@ import numpy as np
 from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.parallel import (
+    ElementError,
+    FailedChunk,
     WorkerOwner,
     resolve_parallelism,
     shutdown_workers,
     start_thread,
+    take_from_chunk,
 )
 from tpustrategy._src.data.string_scalar import StringScalar
 from tpustrategy._src.data.structure import common_spec, dummy_element, spec_of_element
@@ -207,9 +210,15 @@ def _map_worker(sh: _MapShared) -> None:
                 return
             cid = sh.next_id
             sh.next_id += 1
+            state = None
             try:
                 state = sh.it.get_state()
                 elems = sh.it._next_many(sh.chunk)
+            except Exception as e:  # an input element's error, delivered in its place
+                with sh.cond:
+                    sh.results[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    sh.cond.notify_all()
+                continue
             except BaseException as e:
                 with sh.cond:
                     sh.results[cid] = (None, [], e)
@@ -222,12 +231,18 @@ def _map_worker(sh: _MapShared) -> None:
         err: BaseException | None = None
         fn = sh.fn
         t0 = time.perf_counter()
+        failed = False
         for x in elems:
             try:
                 outs.append(call_map_fn(fn, x))
+            except Exception as e:  # fails only this element (TensorFlow's rule)
+                outs.append(ElementError(e))
+                failed = True
             except BaseException as e:
                 err = e
                 break
+        if failed:
+            outs = FailedChunk(outs)
         per_elem = (time.perf_counter() - t0) / max(1, len(outs))
         sh.chunk = int(min(1024, max(1, 0.001 / max(per_elem, 1e-7))))
         with sh.cond:
@@ -288,8 +303,10 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         if state is not None:
             self._chunk_state = state
         self._chunk, self._pos = outs, 0
+        self._failed = type(outs) is FailedChunk
         return True
 
+    _failed = False
     _pending: BaseException | None = None
 
     def _raise_pending(self) -> None:
@@ -305,6 +322,8 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
                 raise StopIteration
         x = self._chunk[self._pos]
         self._pos += 1
+        if self._failed and type(x) is ElementError:
+            raise x.error
         return x
 
     def _next_many(self, n: int) -> list[Any]:
@@ -313,9 +332,9 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
                 self._raise_pending()
             if not self._fill():
                 return []
-        i = self._pos
-        out = self._chunk[i : i + n]
-        self._pos = i + len(out)
+        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
+        if err is not None:
+            raise err
         return out
 
     def get_state(self) -> dict[str, Any]:

@@ -34,6 +34,43 @@ _FAST_CHUNK_S = 0.001
 _ADAPTIVE_BUFFER_BYTES = 64 << 20
 
 
+class ElementError:
+    """An element whose production raised, kept in its place in a worker's chunk.
+
+    TensorFlow's errors belong to one element: the consumer raises this error
+    when it reaches the element and may go on with the next one (which is what
+    ``ignore_errors`` does), so a worker keeps producing after it.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+class FailedChunk(list):
+    """A chunk holding at least one `ElementError` (only such chunks are scanned)."""
+
+    __slots__ = ()
+
+
+def take_from_chunk(chunk: list[Any], pos: int, n: int, failed: bool) -> tuple[list[Any], int, Exception | None]:
+    """Up to ``n`` elements of ``chunk`` from ``pos``, the new position, and the error to raise.
+
+    The elements stop before an `ElementError`; when one is first, the result
+    is ``([], pos + 1, its error)``: the caller moves past it, then raises.
+    """
+    out = chunk[pos : pos + n]
+    if failed:
+        for j, x in enumerate(out):
+            if type(x) is ElementError:
+                if j == 0:
+                    return [], pos + 1, x.error
+                out = out[:j]
+                break
+    return out, pos + len(out), None
+
+
 def element_nbytes(element: Any) -> int:
     """A rough size of one element, to bound adaptive buffers by memory."""
     total = 0
@@ -112,11 +149,19 @@ def _produce(sh: _Shared) -> None:
             if sh.stop:
                 return
         n = max(1, min(k, cap // 2 if cap > 1 else 1))
+        state = None
         try:
             state = it.get_state()
             t0 = time.perf_counter()
             elems = it._next_many(n)
             dt = time.perf_counter() - t0
+        except Exception as e:  # an element's error: delivered in its place, then go on
+            with sh.cond:
+                if not sh.stop:
+                    sh.chunks.append((state, FailedChunk([ElementError(e)])))
+                    sh.buffered += 1
+                sh.cond.notify_all()
+            continue
         except BaseException as e:  # delivered to the consumer
             with sh.cond:
                 if not sh.stop:
@@ -241,22 +286,29 @@ class BackgroundIterator(WorkerOwner, NodeIterator):
                 if err is not None:
                     raise err
                 return False
-        self._chunk_state, self._chunk, self._pos = state, elems, 0
+        if state is not None:
+            self._chunk_state = state
+        self._chunk, self._pos = elems, 0
+        self._failed = type(elems) is FailedChunk
         return True
+
+    _failed = False
 
     def __next__(self) -> Any:
         if self._pos >= len(self._chunk) and not self._fill():
             raise StopIteration
         x = self._chunk[self._pos]
         self._pos += 1
+        if self._failed and type(x) is ElementError:
+            raise x.error
         return x
 
     def _next_many(self, n: int) -> list[Any]:
         if self._pos >= len(self._chunk) and not self._fill():
             return []
-        i = self._pos
-        out = self._chunk[i : i + n]
-        self._pos = i + len(out)
+        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
+        if err is not None:
+            raise err
         return out
 
     def get_state(self) -> dict[str, Any]:

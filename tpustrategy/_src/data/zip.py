@@ -76,7 +76,19 @@ class _ZipIterator(NodeIterator):
         self._its = its
 
     def __next__(self) -> Any:
-        return unflatten_as(self._structure, [it.__next__() for it in self._its])
+        values: list[Any] = []
+        error: Exception | None = None
+        for it in self._its:
+            try:
+                values.append(it.__next__())
+            except StopIteration:
+                raise
+            except Exception as e:  # TensorFlow advances every input, then reports the first error
+                error = error or e
+                values.append(None)
+        if error is not None:
+            raise error
+        return unflatten_as(self._structure, values)
 
     def _next_many(self, n: int) -> list[Any]:
         cols = [pull(it, n) for it in self._its]
