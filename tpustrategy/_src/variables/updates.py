@@ -22,7 +22,7 @@ from jax.sharding import PartitionSpec as P
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
-from tpustrategy._src.variables import frames
+from tpustrategy._src.variables import access, frames
 from tpustrategy._src.variables.enums import VariableAggregation
 
 MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
@@ -66,6 +66,12 @@ def aggregate_read(var: Any, stacked: Any) -> Any:
 
 
 def read(var: Any) -> Any:
+    """The value of ``var`` in the current context (seen by a recording tape, if any)."""
+    value = _read(var)
+    return access.on_read(var, value) if access.active() else value
+
+
+def _read(var: Any) -> Any:
     frame = frames.current()
     if frame is not None:
         if frame.level == "replica":
@@ -160,6 +166,8 @@ def write(var: Any, method: str, value: Any, read_value: bool, label: str | None
     frame = frames.current()
     ctx = _replica_context()
     _check_strategy(var)
+    if access.active():
+        value = access.to_stored(value)
     value = _plain_value(var, value, in_replica=ctx is not None)
     if frame is not None and frame.level == "replica" and ctx is None and _in_merge_fn():
         frame.write(var, _merge_fn_update(var, method, value, frame, label))
