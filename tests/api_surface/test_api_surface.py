@@ -231,3 +231,13 @@ def test_public_modules_export_only_public_names(package):
 @pytest.mark.parametrize("package", ["tpustrategy", "tpustrategy.experimental"])
 def test_the_helpers_the_issue_names_are_not_attributes(package, name):
     assert not hasattr(importlib.import_module(package), name)
+
+
+def test_every_registered_placeholder_has_its_row_with_the_same_reason():
+    from tpustrategy._src.not_provided import REASONS
+
+    rows = table_rows()
+    for name, (reason, instead) in REASONS.items():
+        assert name in rows, f"{name} has a placeholder (not_provided.REASONS) but no README row"
+        _, why, use = [c.strip() for c in rows[name].strip().strip("|").split("|")]
+        assert (why, use) == (reason, instead), f"README row {name!r} differs from not_provided.REASONS"
