@@ -12,6 +12,8 @@ from tpustrategy._src.data.example_proto import FloatList as FloatList
 from tpustrategy._src.data.example_proto import Int64List as Int64List
 from tpustrategy._src.data.example_proto import make_example as make_example
 from tpustrategy._src.data.iterator import DatasetIterator as DatasetIterator
+from tpustrategy._src.data.iterator import Iterator as Iterator
+from tpustrategy._src.data.iterator import NumpyIterator as NumpyIterator
 from tpustrategy._src.data.options import AUTOTUNE as AUTOTUNE
 from tpustrategy._src.data.options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from tpustrategy._src.data.options import SHARD_HINT as SHARD_HINT
@@ -27,6 +29,8 @@ from tpustrategy._src.data.parsing import parse_single_example as parse_single_e
 from tpustrategy._src.data.readers import FixedLengthRecordDataset as FixedLengthRecordDataset
 from tpustrategy._src.data.readers import TextLineDataset as TextLineDataset
 from tpustrategy._src.data.readers import TFRecordDataset as TFRecordDataset
+from tpustrategy._src.data.specs import DatasetSpec as DatasetSpec
+from tpustrategy._src.data.specs import IteratorSpec as IteratorSpec
 from tpustrategy._src.data.structure import TensorSpec as TensorSpec
 from tpustrategy._src.data.writer import TFRecordWriter as TFRecordWriter
 from tpustrategy.data import experimental as experimental

@@ -220,6 +220,12 @@ class DatasetIterator:
 
     get_next = next
 
+    def get_next_as_optional(self) -> Any:
+        """The next element as an ``Optional`` (empty at the end of the stream)."""
+        from tpustrategy._src.data.optional import get_next_as_optional
+
+        return get_next_as_optional(self)
+
     def _finish(self) -> None:
         self._done = True
         self.close()
@@ -261,3 +267,10 @@ class DatasetIterator:
     @property
     def element_spec(self) -> Any:
         return self._dataset.element_spec
+
+
+Iterator = DatasetIterator
+"""``tf.data.Iterator``: the iterator of a dataset (here always `DatasetIterator`)."""
+
+NumpyIterator = DatasetIterator
+"""``tf.data.NumpyIterator``: what ``as_numpy_iterator()`` returns (here `DatasetIterator`: elements are NumPy)."""

@@ -1,7 +1,24 @@
 """``tf.data.experimental`` names (``tpsd.experimental``)."""
 
+from tpustrategy._src.data.batched_features import (
+    make_batched_features_dataset as make_batched_features_dataset,
+)
+from tpustrategy._src.data.batched_features import parse_example_dataset as parse_example_dataset
 from tpustrategy._src.data.counter import Counter as Counter
 from tpustrategy._src.data.csv_dataset import CsvDataset as CsvDataset
+from tpustrategy._src.data.dataset_functions import at as at
+from tpustrategy._src.data.dataset_functions import cardinality as cardinality
+from tpustrategy._src.data.dataset_functions import copy_to_device as copy_to_device
+from tpustrategy._src.data.dataset_functions import enable_debug_mode as enable_debug_mode
+from tpustrategy._src.data.dataset_functions import from_list as from_list
+from tpustrategy._src.data.dataset_functions import get_structure as get_structure
+from tpustrategy._src.data.dataset_functions import load as load
+from tpustrategy._src.data.dataset_functions import prefetch_to_device as prefetch_to_device
+from tpustrategy._src.data.dataset_functions import rejection_resample as rejection_resample
+from tpustrategy._src.data.dataset_functions import save as save
+from tpustrategy._src.data.dataset_functions import shuffle_and_repeat as shuffle_and_repeat
+from tpustrategy._src.data.dataset_functions import snapshot as snapshot
+from tpustrategy._src.data.dataset_functions import unbatch as unbatch
 from tpustrategy._src.data.directed_interleave import choose_from_datasets as choose_from_datasets
 from tpustrategy._src.data.directed_interleave import sample_from_datasets as sample_from_datasets
 from tpustrategy._src.data.experimental_ops import assert_cardinality as assert_cardinality
@@ -22,6 +39,9 @@ from tpustrategy._src.data.experimental_ops import scan as scan
 from tpustrategy._src.data.experimental_ops import take_while as take_while
 from tpustrategy._src.data.experimental_ops import unique as unique
 from tpustrategy._src.data.group_by_reducer import Reducer as Reducer
+from tpustrategy._src.data.make_csv_dataset import make_csv_dataset as make_csv_dataset
+from tpustrategy._src.data.optional import Optional as Optional
+from tpustrategy._src.data.optional import get_next_as_optional as get_next_as_optional
 from tpustrategy._src.data.options import AUTOTUNE as AUTOTUNE
 from tpustrategy._src.data.options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from tpustrategy._src.data.options import SHARD_HINT as SHARD_HINT
@@ -36,3 +56,8 @@ from tpustrategy._src.data.options import ThreadingOptions as ThreadingOptions
 from tpustrategy._src.data.random_dataset import RandomDataset as RandomDataset
 from tpustrategy._src.data.writer import TFRecordWriter as TFRecordWriter
 from tpustrategy._src.input.autoshard import auto_shard_dataset as auto_shard_dataset
+from tpustrategy._src.lookup.from_dataset import DatasetInitializer as DatasetInitializer
+from tpustrategy._src.lookup.from_dataset import (
+    index_table_from_dataset as index_table_from_dataset,
+)
+from tpustrategy._src.lookup.from_dataset import table_from_dataset as table_from_dataset
