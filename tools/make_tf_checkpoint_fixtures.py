@@ -243,7 +243,7 @@ def same_as_ours() -> None:
     folder = _fresh("same_as_ours")
     ckpt = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0, 3.0]),
                                net={"w": tf.Variable([[1, 2], [3, 4]], dtype=tf.int32)},
-                               step=tf.Variable(3, dtype=tf.int64))
+                               step=tf.Variable(3, dtype=tf.int32))
     ckpt.write(os.path.join(folder, "plain"))
     _dump(folder, os.path.join(folder, "plain"))
 

@@ -26,6 +26,7 @@ from tpustrategy._src.checkpoint.graph import Graph
 from tpustrategy._src.checkpoint.options import CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
 from tpustrategy._src.checkpoint.tf_format import restore as tf_restore
+from tpustrategy._src.checkpoint.tf_format import tf_writer
 
 _RESERVED = frozenset({"save", "write", "restore", "read", "save_counter", "sync", "options"})
 
@@ -124,16 +125,20 @@ class Checkpoint:
         return Graph(named, api, restoring=restoring)
 
     # Saving ----------------------------------------------------------------------------------
-    def save(self, file_prefix: str | os.PathLike[str], options: Any = None) -> str:
+    def save(self, file_prefix: str | os.PathLike[str], options: Any = None, *,
+             format: str = "tpustrategy") -> str:
         """Saves to ``f"{file_prefix}-{save_counter + 1}"`` and returns that path.
 
         Every process of a multi-process job must call it at the same step;
         they check that they agree on the number. The checkpoint becomes
         visible (to ``restore``, ``latest_checkpoint``) only once complete.
+        ``format="tensorflow"`` writes TensorFlow's files instead
+        (``prefix-N.index`` + data, ``save_counter``; `tf_format.tf_writer`).
         """
         api = "Checkpoint.save"
         opts = options_lib.merged(options_lib.check(options, api), self._options)
         prefix = _check_path(file_prefix, api, "file_prefix")
+        tensorflow = tf_writer.wants_tensorflow(format, api)
         asynchronous.wait_all()
         number = multihost.agree(api, "the checkpoint number (save_counter + 1)", self._save_counter + 1)
         path = f"{prefix}-{number}"
@@ -144,6 +149,12 @@ class Checkpoint:
             directory = os.path.dirname(path) or "."
             recovery.write_state(directory, [(path, time.time())], path, None)
 
+        if tensorflow:
+            tf_writer.write(self, path, number, api)
+            self._save_counter = number
+            record()
+            options_lib.run_write_callbacks(opts, path)
+            return path
         self._save_as(path, number, number, api, opts, then=record)
         return path
 
@@ -164,16 +175,23 @@ class Checkpoint:
         self._save_counter = save_counter
         return written
 
-    def write(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None) -> str:
+    def write(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None, *,
+              format: str = "tpustrategy") -> str:
         """Writes exactly ``file_prefix`` (no number; ``latest_checkpoint`` does not list it).
 
         Writing the same path again replaces it; at every moment one complete
-        copy can be restored from ``file_prefix``.
+        copy can be restored from ``file_prefix``. ``format="tensorflow"``
+        writes TensorFlow's ``file_prefix.index`` + data files instead.
         """
         api = "Checkpoint.write"
         opts = options_lib.merged(options_lib.check(options, api), self._options)
         path = _check_path(file_prefix, api, "file_prefix")
+        tensorflow = tf_writer.wants_tensorflow(format, api)
         asynchronous.wait_all()
+        if tensorflow:
+            tf_writer.write(self, path, self._save_counter or None, api)
+            options_lib.run_write_callbacks(opts, path)
+            return path
         writer.write(self._graph(api), path, numbered=False, number=None,
                      save_counter=self._save_counter, api=api, asynchronous_save=opts.asynchronous,
                      then=lambda: options_lib.run_write_callbacks(opts, path))

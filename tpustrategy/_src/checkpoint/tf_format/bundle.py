@@ -276,18 +276,22 @@ def _tensor_bytes(value: np.ndarray) -> tuple[bytes, int]:
 def write_bundle(prefix: str, tensors: dict[str, np.ndarray]) -> list[str]:
     """Writes ``tensors`` as ``prefix.index`` + ``prefix.data-00000-of-00001``; returns both paths.
 
-    The bytes are those TensorFlow's ``BundleWriter`` writes for the same
-    tensors added in key order (one shard, no alignment padding). Each file
-    is written beside its place, flushed and renamed into place.
+    The data file holds the tensors in the order given (TensorFlow writes them
+    in object-graph order, the graph last), the index lists them by key: the
+    bytes are those TensorFlow's ``BundleWriter`` writes for the same tensors
+    added in that order (one shard, no alignment padding). The data file is
+    written first and the index last (the index makes the checkpoint
+    visible), each beside its place, flushed and renamed into place.
     """
     data = bytearray()
     rows: list[tuple[bytes, bytes]] = []
-    for key in sorted(tensors):
-        value = np.asarray(tensors[key])
+    for key, value in tensors.items():
+        value = np.asarray(value)
         raw, crc = _tensor_bytes(value)
         entry = wire.BundleEntry(dtype_code(value.dtype), list(value.shape), 0, len(data), len(raw), mask(crc))
         rows.append((key.encode("utf-8", errors="surrogateescape"), wire.encode_entry(entry)))
         data += raw
+    rows.sort()
     header = wire.encode_header(wire.BundleHeader(num_shards=1, endianness=0, producer=VERSION))
     index = sstable.write_table([(HEADER_KEY, header), *rows])
     data_path, index_path = data_filename(prefix, 0, 1), prefix + ".index"

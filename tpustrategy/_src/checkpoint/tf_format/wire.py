@@ -244,6 +244,7 @@ class TrackableObject:
     attributes: list[SerializedTensor] = dataclasses.field(default_factory=list)
     slot_variables: list[SlotReference] = dataclasses.field(default_factory=list)
     registered_saver: str = ""
+    has_checkpoint_values: bool = True
 
 
 def _text(value: bytes) -> str:
@@ -281,6 +282,8 @@ def decode_object_graph(data: bytes) -> list[TrackableObject]:
                 for m, _, w in fields(v):  # type: ignore[arg-type]
                     if m == 1:
                         node.registered_saver = _text(w)  # type: ignore[arg-type]
+            elif n == 5:
+                node.has_checkpoint_values = any(m == 1 and w for m, _, w in fields(v))  # type: ignore[arg-type]
         nodes.append(node)
     return nodes
 
@@ -301,5 +304,6 @@ def encode_object_graph(nodes: list[TrackableObject]) -> bytes:
         for slot in node.slot_variables:
             body += bytes_field(3, int_field(1, slot.original) + bytes_field(2, _utf8(slot.slot_name))
                                 + int_field(3, slot.slot), always=True)
+        body += bytes_field(5, int_field(1, int(node.has_checkpoint_values)), always=True)
         out += bytes_field(1, bytes(body), always=True)
     return bytes(out)
