@@ -26,9 +26,11 @@ from tpustrategy._src.data.parsing import FixedLenFeature as FixedLenFeature
 from tpustrategy._src.data.parsing import VarLenFeature as VarLenFeature
 from tpustrategy._src.data.parsing import parse_example as parse_example
 from tpustrategy._src.data.parsing import parse_single_example as parse_single_example
+from tpustrategy._src.data.ragged_batch import RaggedBatch as RaggedBatch
 from tpustrategy._src.data.readers import FixedLengthRecordDataset as FixedLengthRecordDataset
 from tpustrategy._src.data.readers import TextLineDataset as TextLineDataset
 from tpustrategy._src.data.readers import TFRecordDataset as TFRecordDataset
+from tpustrategy._src.data.sparse_batch import SparseBatch as SparseBatch
 from tpustrategy._src.data.specs import DatasetSpec as DatasetSpec
 from tpustrategy._src.data.specs import IteratorSpec as IteratorSpec
 from tpustrategy._src.data.structure import TensorSpec as TensorSpec
