@@ -130,10 +130,13 @@ class MapDataset(Dataset):
 
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
         it = self.inputs[0]._make_iterator(ctx)
-        workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map")
+        workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map", options=ctx.options)
         if workers is None:
             return _MapIterator(it, self.fn)
-        return ParallelMapIterator(it, self.fn, workers)
+        out = ParallelMapIterator(it, self.fn, workers)
+        if ctx.options.experimental_warm_start:
+            out._start()
+        return out
 
 
 class _MapIterator(NodeIterator):

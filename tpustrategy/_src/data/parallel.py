@@ -89,8 +89,28 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def resolve_parallelism(value: int | None, api: str, arg: str = "num_parallel_calls") -> int | None:
-    """Validates a ``num_parallel_calls``-style argument; AUTOTUNE -> CPU count."""
+def autotune_parallelism(options: Any = None) -> int:
+    """What AUTOTUNE parallelism resolves to: ``autotune.cpu_budget`` or the CPU count (1 with autotune off)."""
+    if options is None:
+        return cpu_count()
+    if options.autotune.enabled is False:
+        return 1
+    return options.autotune.cpu_budget or cpu_count()
+
+
+def cap_workers(n: int, options: Any = None) -> int:
+    """``n`` capped at ``threading.private_threadpool_size`` (when set and > 0)."""
+    cap = None if options is None else options.threading.private_threadpool_size
+    return min(n, cap) if cap else n
+
+
+def resolve_parallelism(value: int | None, api: str, arg: str = "num_parallel_calls",
+                        options: Any = None) -> int | None:
+    """Validates a ``num_parallel_calls``-style argument; AUTOTUNE -> the CPU budget.
+
+    With ``options`` (the pipeline's, at iteration) the result is capped at
+    the private thread pool size.
+    """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -99,13 +119,13 @@ def resolve_parallelism(value: int | None, api: str, arg: str = "num_parallel_ca
             f"Fix: pass {arg}=AUTOTUNE or a positive int."
         )
     if value == AUTOTUNE:
-        return cpu_count()
+        return cap_workers(autotune_parallelism(options), options)
     if value <= 0:
         raise ValueError(
             f"{api}: {arg} must be positive or AUTOTUNE (-1); received {value}.\n"
             f"Fix: pass {arg}=AUTOTUNE or a positive int."
         )
-    return value
+    return cap_workers(value, options)
 
 
 def start_thread(target: Any, args: tuple[Any, ...], name: str) -> threading.Thread:
@@ -125,8 +145,9 @@ def join_threads(threads: list[threading.Thread]) -> None:
 class _Shared:
     """State shared by a `BackgroundIterator` and its worker thread."""
 
-    def __init__(self, it: NodeIterator, capacity: int | None):
+    def __init__(self, it: NodeIterator, capacity: int | None, ram_budget: int | None = None):
         self.cond = threading.Condition()
+        self.ram_budget = ram_budget or _ADAPTIVE_BUFFER_BYTES
         self.it = it
         self.chunks: collections.deque[tuple[Any, list[Any]]] = collections.deque()
         self.buffered = 0
@@ -181,7 +202,7 @@ def _produce(sh: _Shared) -> None:
         if len(elems) == n and dt < _FAST_CHUNK_S:
             k = min(k * 2, 4096)
             if adaptive:
-                limit = max(2, _ADAPTIVE_BUFFER_BYTES // element_nbytes(elems[0]))
+                limit = max(2, sh.ram_budget // element_nbytes(elems[0]))
                 cap = min(max(cap, 2 * k), limit)
                 k = min(k, max(1, cap // 2))
         elif adaptive and dt > 20 * _FAST_CHUNK_S and k > 1:
@@ -243,9 +264,11 @@ class BackgroundIterator(WorkerOwner, NodeIterator):
       name: a thread name for debugging.
     """
 
-    def __init__(self, it: NodeIterator, capacity: int | None, name: str = "tpsd-prefetch"):
+    def __init__(self, it: NodeIterator, capacity: int | None, name: str = "tpsd-prefetch",
+                 ram_budget: int | None = None):
         self._it = it
         self._capacity = capacity
+        self._ram_budget = ram_budget
         self._name = name
         self._sh: _Shared | None = None
         self._finalizer: Any = None
@@ -255,7 +278,7 @@ class BackgroundIterator(WorkerOwner, NodeIterator):
         self._done = False
 
     def _start(self) -> _Shared:
-        sh = _Shared(self._it, self._capacity)
+        sh = _Shared(self._it, self._capacity, self._ram_budget)
         self._chunk_state = self._it.get_state()
         self._chunk, self._pos = [], 0
         sh.threads.append(start_thread(_produce, (sh,), self._name))

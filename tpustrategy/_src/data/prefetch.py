@@ -50,4 +50,11 @@ class PrefetchDataset(Dataset):
         it = self.inputs[0]._make_iterator(ctx)
         if self.buffer_size == 0:
             return it
-        return BackgroundIterator(it, None if self.buffer_size == AUTOTUNE else self.buffer_size)
+        opts = ctx.options
+        capacity: int | None = self.buffer_size
+        if capacity == AUTOTUNE:  # adaptive within autotune's RAM budget; fixed with autotune off
+            capacity = 2 if opts.autotune.enabled is False else None
+        out = BackgroundIterator(it, capacity, ram_budget=opts.autotune.ram_budget)
+        if opts.experimental_warm_start:
+            out.start()
+        return out
