@@ -97,3 +97,30 @@ def test_block_until_worker_exit_waits_at_most_the_timeout_without_a_notice():
         assert watcher.preemption_message is None
     finally:
         watcher.close()
+
+
+# What TensorFlow 2.21 gives for the same calls (tf.train.ClusterSpec, UnionResolver).
+def test_a_sparse_job_keeps_its_indices_as_tensorflow():
+    spec = ClusterSpec({"worker": {1: "w1:2222", 3: "w3:2222"}, "ps": ["p0:1", "p1:1"]})
+    assert spec.as_dict() == {"worker": {1: "w1:2222", 3: "w3:2222"}, "ps": ["p0:1", "p1:1"]}
+    assert (spec.num_tasks("worker"), spec.task_indices("worker")) == (2, [1, 3])
+    assert spec.job_tasks("worker") == [None, "w1:2222", None, "w3:2222"]
+    assert spec.task_address("worker", 3) == "w3:2222" and spec.jobs == ["worker", "ps"]
+    with pytest.raises(ValueError, match="No task with index 2 in job 'worker'"):
+        spec.task_address("worker", 2)
+    with pytest.raises(ValueError, match="No such job in cluster: 'nojob'"):
+        spec.num_tasks("nojob")
+    assert spec == ClusterSpec(spec.as_dict()) and not ClusterSpec({})
+    assert ClusterSpec({"worker": {0: "a:1", 1: "b:1"}}).as_dict() == {"worker": ["a:1", "b:1"]}
+
+
+def test_union_merges_a_sparse_job_by_index_and_refuses_an_index_given_twice():
+    lists = Simple(ClusterSpec({"worker": ["x0:1", "x1:1"]}))
+    sparse = Simple(ClusterSpec({"worker": {3: "w3:1", 5: "w5:1"}}))
+    union = tps.cluster_resolver.UnionResolver(lists, sparse)
+    assert union.cluster_spec().as_dict() == {"worker": {0: "x0:1", 1: "x1:1", 3: "w3:1", 5: "w5:1"}}
+    clash = Simple(ClusterSpec({"worker": {0: "w0:1", 2: "w2:1"}}))
+    with pytest.raises(KeyError, match=r"Duplicate keys detected when merging two ClusterSpecs: \{0\}"):
+        tps.cluster_resolver.UnionResolver(clash, lists).cluster_spec()
+    assert tps.cluster_resolver.UnionResolver(lists, lists).cluster_spec().as_dict() == {
+        "worker": ["x0:1", "x1:1", "x0:1", "x1:1"]}

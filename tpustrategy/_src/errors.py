@@ -332,3 +332,11 @@ class OperatorNotAllowedInGraphError(TypeError, metaclass=_GraphOperatorMeta):
     traced value inside ``tps.function``) are instances of it, so
     ``except tps.errors.OperatorNotAllowedInGraphError`` catches them.
     """
+
+
+class ReplicaStructureError(ValueError, AssertionError):
+    """Replicas of one ``strategy.run`` returned different structures.
+
+    TensorFlow raises ``AssertionError`` here; this is both that and the
+    ``ValueError`` tpustrategy raised before, so code catching either works.
+    """

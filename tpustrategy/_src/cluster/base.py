@@ -28,10 +28,10 @@ def format_master_url(address: str, rpc_layer: str | None = None) -> str:
 def jax_tasks(spec: ClusterSpec) -> list[tuple[str, int, str]]:
     """Returns ``(task_type, task_id, address)`` of the JAX processes, in process order."""
     return [
-        (job, i, address)
+        (job, i, spec.task_address(job, i))
         for job in JAX_JOBS
         if job in spec.jobs
-        for i, address in enumerate(spec.job_tasks(job))
+        for i in spec.task_indices(job)
     ]
 
 
