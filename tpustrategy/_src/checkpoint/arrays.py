@@ -102,4 +102,12 @@ def load(directory: str, targets: dict[str, Any], api: str) -> dict[str, Any]:
         raise DataLossError(
             f"{api}: the array data in {directory} lacks {', '.join(absent[:10])} that the "
             "manifest names; nothing was restored.", filename=directory)
+    for name, value in got.items():
+        want = targets[name]
+        if tuple(np.shape(value)) != tuple(want.shape) or np.dtype(value.dtype) != np.dtype(want.dtype):
+            raise DataLossError(
+                f"{api}: the array data in {directory} does not match the checkpoint's manifest: "
+                f"{name} is stored with shape {tuple(np.shape(value))} and dtype {value.dtype}, but "
+                f"the manifest says {tuple(want.shape)} and {want.dtype}; nothing was restored.",
+                filename=directory)
     return got
