@@ -18,7 +18,7 @@ from tpustrategy._src.data.args import as_int
 from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
-from tpustrategy._src.data.structure import OBJECT, TensorSpec
+from tpustrategy._src.data.structure import OBJECT, TensorSpec, map_structure
 from tpustrategy._src.errors import FailedPreconditionError
 
 
@@ -134,10 +134,10 @@ def pad_to_cardinality(dataset: Dataset, cardinality: Any, mask_key: str = "vali
         )
     if n > target:
         raise ValueError(
-            "The dataset passed into `pad_to_cardinality` must have a cardinality less than the target "
+            "The dataset passed into `pad_to_cardinality` must have a cardinalty less than the target "
             f"cardinality ({target}), but has cardinality {n}.\nFix: pad to at least {n} elements, or take({target})."
         )
-    padding = {k: _zeros(s, k) for k, s in spec.items()}
+    padding = {k: map_structure(lambda leaf, key=k: _zeros(leaf, key), s) for k, s in spec.items()}
     padding[mask_key] = np.bool_(False)
 
     def mark(element: dict[str, Any]) -> dict[str, Any]:

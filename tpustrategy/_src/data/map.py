@@ -42,15 +42,29 @@ def call_fn(fn: Callable[..., Any], element: Any) -> Any:
     indexes like TensorFlow's 0-d string tensor, ``eg[np.newaxis]``); one
     returned unchanged comes back as plain ``bytes``.
     """
+    wrapped = False
     if type(element) is tuple:
         if bytes in map(type, element):
             element = tuple(StringScalar(a) if type(a) is bytes else a for a in element)
+            wrapped = True
         out = fn(*element)
+    elif type(element) is bytes:
+        out = fn(StringScalar(element))
+        wrapped = True
     else:
-        out = fn(StringScalar(element) if type(element) is bytes else element)
+        out = fn(element)
     if type(out) is list:
-        return tuple(out)
-    return bytes(out) if type(out) is StringScalar else out
+        out = tuple(out)
+    if not wrapped:
+        return out
+    # Scalars handed in as StringScalar leave as plain bytes (also inside a returned tuple/dict).
+    if type(out) is StringScalar:
+        return bytes(out)
+    if type(out) is tuple:
+        return tuple(bytes(v) if type(v) is StringScalar else v for v in out)
+    if type(out) is dict:
+        return {k: bytes(v) if type(v) is StringScalar else v for k, v in out.items()}
+    return out
 
 
 def call_map_fn(fn: Callable[..., Any], element: Any) -> Any:
