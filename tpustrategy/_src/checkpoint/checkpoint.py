@@ -125,7 +125,7 @@ class Checkpoint:
         return Graph(named, api, restoring=restoring)
 
     # Saving ----------------------------------------------------------------------------------
-    def save(self, file_prefix: str | os.PathLike[str], options: Any = None, *,
+    def save(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None, *,
              format: str = "tpustrategy") -> str:
         """Saves to ``f"{file_prefix}-{save_counter + 1}"`` and returns that path.
 
@@ -203,7 +203,8 @@ class Checkpoint:
         multihost.barrier("checkpoint-sync")
 
     # Restoring -------------------------------------------------------------------------------
-    def restore(self, save_path: str | os.PathLike[str] | None, options: Any = None) -> CheckpointLoadStatus:
+    def restore(self, save_path: str | os.PathLike[str] | None,
+                options: CheckpointOptions | None = None) -> CheckpointLoadStatus:
         """Restores every object found in the checkpoint at ``save_path``.
 
         ``save_path=None`` (e.g. ``manager.latest_checkpoint`` before the first
@@ -220,14 +221,15 @@ class Checkpoint:
             kind), or iterator positions cannot move to this process count.
         """
         api = "Checkpoint.restore"
-        options_lib.check(options, api)
+        opts = options_lib.merged(options_lib.check(options, api), self._options)
         if save_path is None:
             return InitializationOnlyStatus()
         path = _check_path(save_path, api, "save_path")
         asynchronous.wait_all()
         if tf_restore.is_tf_checkpoint(path):  # TensorFlow's own files: ckpt-N.index + data
             return tf_restore.restore(self, path, api)
-        status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api)
+        status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api,
+                                                 skip_slots=opts.experimental_skip_slot_variables)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
         status._pending = deferred.start(self, graph, status.unused, manifest, path, api)
         return status
@@ -237,7 +239,7 @@ class Checkpoint:
 
         Args:
           save_path: a checkpoint path.
-          options: accepted for compatibility.
+          options: a ``tps.train.CheckpointOptions`` (as in ``restore``).
           like: None to restore this Checkpoint's objects (as ``restore``); or
             a dict from saved names to templates (pytrees of arrays or
             ``jax.ShapeDtypeStruct`` with shardings) to read just those,
@@ -255,9 +257,10 @@ class Checkpoint:
                 "like={'params': params_template})."
             )
         api = "Checkpoint.read"
-        options_lib.check(options, api)
+        opts = options_lib.merged(options_lib.check(options, api), self._options)
         holder = Checkpoint(**like)
         path = _check_path(save_path, api, "save_path")
         asynchronous.wait_all()
-        reader.restore(lambda: holder._graph(api), path, api, require_all=True)
+        reader.restore(lambda: holder._graph(api), path, api, require_all=True,
+                       skip_slots=opts.experimental_skip_slot_variables)
         return dict(holder._objects)

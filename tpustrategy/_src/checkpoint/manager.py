@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.checkpoint import multihost, recovery
+from tpustrategy._src.checkpoint import asynchronous, multihost, recovery
 from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.checkpoint import Checkpoint, _check_path
 from tpustrategy._src.checkpoint.options import CheckpointOptions
@@ -175,6 +175,7 @@ class CheckpointManager:
                 if check_interval and step < self._last_step + self._interval:
                     return None
             self._last_step = step
+        self._wait()
         counter = self._checkpoint.save_counter + 1
         number = counter if checkpoint_number is None else _step(checkpoint_number)
         number = multihost.agree(api, "the checkpoint number", number)
@@ -212,6 +213,7 @@ class CheckpointManager:
 
     def restore_or_initialize(self) -> str | None:
         """Restores the latest checkpoint and returns its path, or runs ``init_fn`` and returns None."""
+        self._wait()
         if self._latest is not None:
             self._checkpoint.restore(self._latest)
             if self._interval is not None:
@@ -223,4 +225,15 @@ class CheckpointManager:
 
     def sync(self) -> None:
         """Waits until asynchronous saves are written and committed (raises their error)."""
+        self._wait()
         self._checkpoint.sync()
+
+    def _wait(self) -> None:
+        """Waits for asynchronous saves; after a failed one, the folder is read again."""
+        try:
+            asynchronous.wait_all()
+        except BaseException:
+            kept, latest, last_preserved = recovery.tracked(self._directory, self._name)
+            self._maybe_delete = collections.OrderedDict(kept)
+            self._latest = latest
+            raise

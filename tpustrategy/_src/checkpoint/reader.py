@@ -161,14 +161,16 @@ def _build_optimizers(graph: Graph, saved: dict[str, Any]) -> bool:
 
 
 def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all: bool = False,
-            manifest: dict[str, Any] | None = None, saved: dict[str, Any] | None = None
-            ) -> tuple[CheckpointLoadStatus, dict[str, Any], Graph]:
+            manifest: dict[str, Any] | None = None, saved: dict[str, Any] | None = None,
+            skip_slots: bool = False) -> tuple[CheckpointLoadStatus, dict[str, Any], Graph]:
     """Restores every object of the graph ``make_graph()`` found in the checkpoint at ``path``.
 
     With ``require_all``, an object missing from the checkpoint is an error
     (raised before anything changes). A deferred restore passes the
     ``manifest`` already read and checked, and the ``saved`` records still
-    waiting for their objects.
+    waiting for their objects. With ``skip_slots``
+    (``CheckpointOptions.experimental_skip_slot_variables``), optimizer slot
+    variables (``.../_slots/N``) keep their values (and count as not restored).
 
     Returns:
       The load status, the manifest and the graph restored into.
@@ -191,6 +193,8 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
     if _build_optimizers(graph, saved):
         graph = make_graph()
     found = _match(graph, saved)
+    if skip_slots:
+        found = {k: v for k, v in found.items() if "/_slots/" not in f"/{k}/"}
     matched = list(found)
     missing = [k for k in graph.entries if k not in found]
     if require_all and missing:

@@ -202,8 +202,10 @@ def write(graph: Graph, path: str, *, numbered: bool, number: int | None, save_c
             files.write_json(os.path.join(tmp, files.iterator_file(index, count)),
                              {"process_index": index, "process_count": count, "states": states})
             wait = None
-            if data and asynchronous_save:
-                wait = arrays.save_async(os.path.join(tmp, files.ARRAYS), data, api)
+            if data and asynchronous_save:  # NumPy arrays are mutable: the training loop may change them
+                snapshot = {k: np.array(v, copy=True) if isinstance(v, (np.ndarray, np.generic)) else v
+                            for k, v in data.items()}
+                wait = arrays.save_async(os.path.join(tmp, files.ARRAYS), snapshot, api)
             elif data:
                 arrays.save(os.path.join(tmp, files.ARRAYS), data, api)
         except BaseException as e:
