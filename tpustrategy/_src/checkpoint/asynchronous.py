@@ -79,9 +79,31 @@ def in_flight() -> bool:
         return any(not p.done() for p in _PENDING)
 
 
-@atexit.register
 def _wait_at_exit() -> None:
     try:
         wait_all()
     except BaseException as e:  # the interpreter is exiting: say so, do not raise
         _log.error("An asynchronous checkpoint save failed before exit: %s", e)
+
+
+def _register_exit_wait() -> None:
+    """Waits at exit *before* ``concurrent.futures`` stops taking work.
+
+    Orbax writes through ``asyncio`` executors, which refuse new work once
+    the interpreter's shutdown has begun — before ``atexit`` handlers run.
+    Python's hook for callbacks that run ahead of that (the one
+    ``concurrent.futures`` itself uses) is ``threading._register_atexit``;
+    its callbacks run last-registered first, so registering after
+    ``concurrent.futures`` was imported makes the wait come first. Without
+    that hook, ``atexit`` is the fallback.
+    """
+    import concurrent.futures.thread  # noqa: F401  (registered before us, so it runs after us)
+
+    hook = getattr(threading, "_register_atexit", None)
+    if hook is not None:
+        hook(_wait_at_exit)
+    else:  # pragma: no cover - every supported Python has the hook
+        atexit.register(_wait_at_exit)
+
+
+_register_exit_wait()
