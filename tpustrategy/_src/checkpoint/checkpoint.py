@@ -231,7 +231,10 @@ class Checkpoint:
         status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api,
                                                  skip_slots=opts.experimental_skip_slot_variables)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))
-        status._pending = deferred.start(self, graph, status.unused, manifest, path, api)
+        unused = status.unused
+        if opts.experimental_skip_slot_variables:  # skipped: not restored later either
+            unused = [k for k in unused if "/_slots/" not in f"/{k}/"]
+        status._pending = deferred.start(self, graph, unused, manifest, path, api)
         return status
 
     def read(self, save_path: str | os.PathLike[str], options: Any = None, like: dict[str, Any] | None = None) -> Any:
