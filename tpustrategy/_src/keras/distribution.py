@@ -54,6 +54,8 @@ def _make_class() -> type:
         return _CLASS[0]
     from keras.distribution import DeviceMesh, TensorLayout
 
+    from tpustrategy._src.keras import internals
+
     class StrategyDistribution(_base()):
         """Keras's view of a tps strategy: data split over ``"replica"``, variables adopted."""
 
@@ -61,7 +63,7 @@ def _make_class() -> type:
             mesh = strategy.mesh
             device_mesh = DeviceMesh(tuple(mesh.devices.shape), list(mesh.axis_names),
                                      np.asarray(mesh.devices))
-            device_mesh._backend_mesh = mesh  # the same jax Mesh: one set of shardings
+            internals.set_backend_mesh(device_mesh, mesh)  # the same jax Mesh: one set of shardings
             super().__init__(device_mesh, REPLICA_AXIS, auto_shard_dataset=False)
             self.strategy = strategy
             self.layout_map = layout_map
@@ -82,9 +84,10 @@ def _make_class() -> type:
             state = variables_lib.adopt(variable, self.strategy, _current_caller())
             if state._kind == variables_lib.SYNC_ON_READ:
                 return None  # stored [R, ...] by the adopted class itself
-            if getattr(variable, "_layout", None) is not None:
-                variables_lib.note_layout(state, variable._layout)
-                return variable._layout
+            own = internals.variable_layout(variable)
+            if own is not None:
+                variables_lib.note_layout(state, own)
+                return own
             if self.layout_map is not None:
                 found = self.layout_map[variable.path]
                 if found is not None:

@@ -1,39 +1,117 @@
-"""The few places where tpustrategy wraps Keras 3's own methods (installed once, on first scope).
+"""Every Keras 3 attribute tpustrategy replaces, as one table installed and uninstalled as a unit.
 
-Each wrapper calls Keras's original and changes behaviour only for objects
-that belong to a strategy (their variables were adopted under its scope):
+``TABLE`` lists each patched attribute: its owner (a ``keras.src`` module and class, or the
+module itself), its name, the signature of Keras's original it was written against, and the
+function that makes the wrapper from that original. ``install`` (on the first
+``strategy.scope()`` after ``import keras``) checks every signature first, so a Keras release
+that changed one fails loudly before anything is replaced, then replaces them all;
+``uninstall`` puts Keras's own attributes back exactly. Each wrapper calls Keras's original and
+changes behaviour only for objects that belong to a strategy:
 
-- ``JaxVariable._initialize_layout``: a variable made under a strategy's scope with a
-  layout of its own (an optimizer slot) is adopted too, and one made outside any
-  scope (and outside any Keras distribution) is the default strategy's;
-- ``BaseOptimizer.apply``: in a replica function, gradients are all-reduced
-  (SUM) first — tf.keras's ``apply_gradients`` rule — and an optimizer first
-  built inside a traced step builds its state concretely, under the strategy;
-- ``Trainer.compile`` / ``fit`` / ``evaluate`` / ``predict``: run under the
-  model's strategy distribution even outside ``scope()``, refuse
-  ``tps.optimizers`` / ``tps.metrics`` naming the Keras equivalent, and
-  install the ``steps_per_execution`` programs (``steps``);
-- ``data_adapters.get_data_adapter`` and ``JAXEpochIterator._get_iterator``:
-  accept ``tpsd.Dataset``s and distributed datasets (``data``).
-
-Every private Keras name is reached through ``internals``, whose ``check_seams`` names each
-one; a test calls it so a Keras release that moves one fails loudly.
+- ``JaxVariable._initialize_layout``: a variable made under a strategy's scope (or in a replica
+  function / ``tps.function`` of one) is the strategy's; one made outside everything is the
+  default strategy's;
+- ``JaxVariable._initialize_with_initializer``: inside a traced step the initializer runs
+  concretely, once (TensorFlow lifts a ``tf.function``'s variable initializers out of it);
+- ``Layer.__new__`` / ``Layer._maybe_build``: a layer remembers the strategy it was created
+  under and is built under it, also when first called (or fitted) outside the scope;
+- ``BaseOptimizer.apply``: in a replica function gradients are all-reduced (SUM) first —
+  tf.keras's ``apply_gradients`` rule — and an optimizer first built inside a traced step
+  builds its state concretely, under the strategy;
+- ``Trainer.compile`` / ``JAXTrainer.fit`` / ``evaluate`` / ``predict``, ``get_data_adapter``,
+  ``JAXEpochIterator._get_iterator`` / ``__next__``: see ``trainer``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import importlib
+import inspect
+from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.keras import internals
 from tpustrategy._src.keras import variables as variables_lib
 
-_INSTALLED: list[bool] = []
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """One replaced Keras attribute."""
+
+    module: str          # under keras.src
+    owner: str | None    # a class of that module, or None for the module itself
+    name: str
+    signature: str       # str(inspect.signature(original)) of the Keras it was written against
+    make: Callable[[Any], Any]   # Keras's original -> the wrapper
+
+    @property
+    def where(self) -> str:
+        return f"keras.src.{self.module}.{self.owner + '.' if self.owner else ''}{self.name}"
+
+    def resolve(self) -> Any:
+        """The object the attribute lives on (class or module)."""
+        module = importlib.import_module(f"keras.src.{self.module}")
+        return getattr(module, self.owner) if self.owner else module
+
+
+_ORIGINALS: dict[Patch, Any] = {}
+
 
 def check_seams() -> None:
-    """Raises ImportError naming the first Keras attribute that moved (``internals.check_seams``)."""
+    """Raises ImportError naming the first private Keras name that moved (``internals.check_seams``)."""
+    from tpustrategy._src.keras import internals
+
     internals.check_seams()
+
+
+def check_signatures() -> None:
+    """Raises ImportError naming the first patched Keras attribute that is missing or has another signature."""
+    for patch in table():
+        owner = patch.resolve()
+        current = _ORIGINALS.get(patch, getattr(owner, patch.name, None))
+        if current is None:
+            raise ImportError(
+                f"tpustrategy's Keras support replaces {patch.where}, which this Keras does not have.\n"
+                "Fix: install the tested Keras range (pip install 'tpustrategy[keras]').")
+        got = str(inspect.signature(current))
+        if got != patch.signature:
+            raise ImportError(
+                f"tpustrategy's Keras support replaces {patch.where}, written against the signature "
+                f"{patch.signature}; this Keras has {got}.\n"
+                "Fix: install the tested Keras range (pip install 'tpustrategy[keras]').")
+
+
+def installed() -> bool:
+    return bool(_ORIGINALS)
+
+
+def install() -> None:
+    """Replaces every attribute of ``table()`` (idempotent); nothing is replaced if one does not match."""
+    if _ORIGINALS:
+        return
+    check_seams()
+    check_signatures()
+    for patch in table():
+        owner = patch.resolve()
+        original = vars(owner)[patch.name]
+        _ORIGINALS[patch] = original
+        setattr(owner, patch.name, patch.make(original))
+
+
+def uninstall() -> None:
+    """Puts Keras's own attributes back, exactly the objects that were replaced."""
+    for patch in reversed(table()):
+        if patch in _ORIGINALS:
+            setattr(patch.resolve(), patch.name, _ORIGINALS.pop(patch))
+
+
+def original(owner: str | None, name: str) -> Any:
+    """Keras's own attribute behind an installed patch (the attribute itself when not installed)."""
+    for patch in table():
+        if patch.owner == owner and patch.name == name:
+            return _ORIGINALS.get(patch, vars(patch.resolve())[name])
+    raise KeyError(f"{owner}.{name} is not patched")
 
 
 def strategy_of(variables: Any, include_default: bool = False) -> Any:
@@ -58,23 +136,26 @@ def _replica_context() -> Any:
     return updates._replica_context()
 
 
-def install() -> None:
-    """Installs the wrappers (idempotent)."""
-    if _INSTALLED:
-        return
-    check_seams()
-    _patch_optimizer()
-    _patch_variable_layout()
-    from tpustrategy._src.keras import trainer
+def _in_trace() -> bool:
+    from tpustrategy._src.variables import frames
 
-    trainer.install()
-    _INSTALLED.append(True)
+    return frames.current() is not None
 
 
-def _patch_optimizer() -> None:
-    BaseOptimizer = internals.base_optimizer()  # noqa: N806 - a class
-    original = BaseOptimizer.apply
+def _scope_strategy() -> Any:
+    """The strategy whose scope or replica function is current (None outside all and for the default)."""
+    from tpustrategy._src.context import stack as context
+    from tpustrategy._src.keras import distribution
 
+    found = distribution.strategy_of_distribution(distribution.current())
+    if found is None and context.has_strategy():
+        found = context.current_strategy()
+    return found
+
+
+# Wrappers ------------------------------------------------------------------------------------
+
+def _wrap_apply(original: Any) -> Any:
     @functools.wraps(original)
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
         known = trainable_variables if trainable_variables is not None else getattr(
@@ -93,36 +174,83 @@ def _patch_optimizer() -> None:
                 grads[i] = g
         return original(self, grads, trainable_variables)
 
-    BaseOptimizer.apply = apply
-    BaseOptimizer._tps_original_apply = original
+    return apply
 
 
-def _patch_variable_layout() -> None:
+def _wrap_initialize_layout(original: Any) -> Any:
     """A variable created with a layout of its own (an optimizer slot copies its weight's) is adopted too."""
-    from tpustrategy._src.keras import distribution
-
-    JaxVariable = internals.jax_variable()  # noqa: N806 - a class
-
-    original = JaxVariable._initialize_layout
+    from tpustrategy._src.keras import distribution, internals
 
     @functools.wraps(original)
     def _initialize_layout(self: Any) -> None:
         original(self)
-        dist = distribution.current()
         if variables_lib.state_of(self) is not None:
             return
+        dist = distribution.current()
         if distribution.strategy_of_distribution(dist) is not None:
-            layout = self._layout
+            layout = internals.variable_layout(self)
             dist.get_variable_layout(self)
-            self._layout = layout
+            internals.set_variable_layout(self, layout)
         elif dist is None:
-            # Outside any scope a variable is the default strategy's (TensorFlow's rule), so a model,
-            # optimizer or metric made there works in tps.function too (no baked-in or leaked values).
-            from tpustrategy._src.strategy.default import default_strategy
+            # In a replica function or tps.function of a strategy (a model built at its first call
+            # there) the variable is that strategy's; outside everything the default strategy's
+            # (TensorFlow's rule), so a model, optimizer or metric made there works in tps.function too.
+            strategy = _scope_strategy()
+            if strategy is None:
+                from tpustrategy._src.strategy.default import default_strategy
 
-            variables_lib.adopt(self, default_strategy(), distribution._current_caller())
+                strategy = default_strategy()
+            variables_lib.adopt(self, strategy, distribution._current_caller())
 
-    JaxVariable._initialize_layout = _initialize_layout
+    return _initialize_layout
+
+
+def _wrap_initialize_with_initializer(original: Any) -> Any:
+    @functools.wraps(original)
+    def _initialize_with_initializer(self: Any, initializer: Any) -> None:
+        if not _in_trace():
+            return original(self, initializer)
+        import jax
+
+        # Created in a traced step (a model built at its first call): the initializer runs once,
+        # concretely, as TensorFlow lifts a tf.function's variable initializers out of the graph.
+        with jax.ensure_compile_time_eval():
+            return original(self, initializer)
+
+    return _initialize_with_initializer
+
+
+def _wrap_layer_new(original: Any) -> Any:
+    # __new__, not __init__: Keras reads each layer class's __init__ signature for its config.
+    def __new__(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        self = original(cls, *args, **kwargs)
+        strategy = _scope_strategy()
+        if strategy is not None:
+            self.__dict__["_tps_strategy"] = strategy   # tf.keras: a model keeps its creation scope's strategy
+        return self
+
+    functools.update_wrapper(__new__, original)
+    return staticmethod(__new__)
+
+
+def _wrap_maybe_build(original: Any) -> Any:
+    from tpustrategy._src.keras import distribution
+
+    @functools.wraps(original)
+    def _maybe_build(self: Any, call_spec: Any) -> Any:
+        strategy = None if self.built else layer_strategy(self)
+        if strategy is None or _scope_strategy() is not None:
+            return original(self, call_spec)
+        with distribution.for_strategy(strategy).scope():   # built outside its scope: under its strategy
+            return original(self, call_spec)
+
+    return _maybe_build
+
+
+def layer_strategy(layer: Any) -> Any:
+    """The non-default strategy a Keras layer or model was created under (None when none)."""
+    found = getattr(layer, "__dict__", {}).get("_tps_strategy")
+    return None if found is None or getattr(found, "_is_default", False) else found
 
 
 def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
@@ -137,3 +265,49 @@ def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
     with scope, jax.ensure_compile_time_eval(), keras.name_scope(optimizer.name, caller=optimizer):
         optimizer.build(variables)
     optimizer.built = True
+
+
+def _trainer_patch(name: str) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        from tpustrategy._src.keras import trainer
+
+        return getattr(trainer, f"wrap_{name}")(original)
+
+    return make
+
+
+_FIT_SIGNATURE = ("(self, x=None, y=None, batch_size=None, epochs=1, verbose='auto', callbacks=None, "
+                  "validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, "
+                  "sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None, "
+                  "validation_batch_size=None, validation_freq=1)")
+
+_TABLE: tuple[Patch, ...] = (
+    Patch("optimizers.base_optimizer", "BaseOptimizer", "apply",
+          "(self, grads, trainable_variables=None)", _wrap_apply),
+    Patch("backend.jax.core", "JaxVariable", "_initialize_layout", "(self)", _wrap_initialize_layout),
+    Patch("backend.jax.core", "JaxVariable", "_initialize_with_initializer", "(self, initializer)",
+          _wrap_initialize_with_initializer),
+    Patch("layers.layer", "Layer", "__new__", "(cls, *args, **kwargs)", _wrap_layer_new),
+    Patch("layers.layer", "Layer", "_maybe_build", "(self, call_spec)", _wrap_maybe_build),
+    Patch("trainers.trainer", "Trainer", "compile",
+          "(self, optimizer='rmsprop', loss=None, loss_weights=None, metrics=None, weighted_metrics=None, "
+          "run_eagerly=False, steps_per_execution=1, jit_compile='auto', auto_scale_loss=True)",
+          _trainer_patch("compile")),
+    Patch("backend.jax.trainer", "JAXTrainer", "fit", _FIT_SIGNATURE, _trainer_patch("fit")),
+    Patch("backend.jax.trainer", "JAXTrainer", "evaluate",
+          "(self, x=None, y=None, batch_size=None, verbose='auto', sample_weight=None, steps=None, "
+          "callbacks=None, return_dict=False, **kwargs)", _trainer_patch("evaluate")),
+    Patch("backend.jax.trainer", "JAXTrainer", "predict",
+          "(self, x, batch_size=None, verbose='auto', steps=None, callbacks=None)", _trainer_patch("predict")),
+    # epoch_iterator reads it as data_adapters.get_data_adapter: the same module attribute.
+    Patch("trainers.data_adapters", None, "get_data_adapter",
+          "(x, y=None, sample_weight=None, batch_size=None, steps_per_epoch=None, shuffle=False, "
+          "class_weight=None)", _trainer_patch("get_data_adapter")),
+    Patch("backend.jax.trainer", "JAXEpochIterator", "_get_iterator", "(self)", _trainer_patch("get_iterator")),
+    Patch("backend.jax.trainer", "JAXEpochIterator", "__next__", "(self)", _trainer_patch("next")),
+)
+
+
+def table() -> tuple[Patch, ...]:
+    """Every patched Keras attribute, in installation order."""
+    return _TABLE

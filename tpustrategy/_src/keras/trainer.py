@@ -24,11 +24,13 @@ from tpustrategy._src.keras import distribution
 
 def model_strategy(model: Any) -> Any:
     """The strategy a model's variables belong to (or the current scope's), else None."""
-    from tpustrategy._src.keras.patches import strategy_of
+    from tpustrategy._src.keras.patches import layer_strategy, strategy_of
 
     found = strategy_of(list(getattr(model, "variables", []) or []))
     if found is None:
         found = distribution.strategy_of_distribution(distribution.current())
+    if found is None:
+        found = layer_strategy(model)   # created in a scope, not built yet (tf.keras: the model's strategy)
     return found
 
 
@@ -80,11 +82,14 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
     Keras computes the layouts once from the first batch; a partial last batch then raises
     ``IndivisibleError``. Here a batch the replicas do not divide is replicated instead.
     """
+    import jax
     import keras
+    import numpy as np
 
     from tpustrategy._src.keras import internals
 
     layouts: dict[tuple[Any, ...], Any] = {}
+    several = jax.process_count() > 1
 
     def place(d: Any) -> Any:
         if d is None:
@@ -93,84 +98,97 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
         layout = layouts.get(shape)
         if layout is None:
             layout = layouts[shape] = dist.get_data_layout(shape).backend_layout
+        if several:
+            # Every process holds the same arrays (TensorFlow shards NumPy input across workers): the
+            # batch is the global batch, each process placing its devices' rows, so every example is
+            # counted once (Keras's own rule would take each process's copy as more examples).
+            host = np.asarray(d)
+            return jax.make_array_from_callback(shape, layout, lambda index: host[index])
         return internals.distribute_data_input(d, layout, dist.batch_dim_name)
 
     for data in adapter.get_jax_iterator():
         yield keras.tree.map_structure(place, data)
 
 
-def install() -> None:
-    from tpustrategy._src.keras import internals
-
-    jax_trainer, data_adapters = internals.jax_trainer(), internals.data_adapters()
-    epoch_iterator, Trainer = internals.epoch_iterator(), internals.base_trainer()  # noqa: N806
-
-    from tpustrategy._src.keras import steps
-
-    original_compile = Trainer.compile
-
-    @functools.wraps(original_compile)
+def wrap_compile(original: Any) -> Any:
+    @functools.wraps(original)
     def compile(self: Any, optimizer: Any = "rmsprop", *args: Any, **kwargs: Any) -> Any:
         check_compile_arguments(optimizer, kwargs.get("metrics"), kwargs.get("weighted_metrics"))
         with _under(self):
-            return original_compile(self, optimizer, *args, **kwargs)
+            return original(self, optimizer, *args, **kwargs)
 
-    Trainer.compile = compile
+    return compile
 
-    for name in ("fit", "evaluate", "predict"):
-        original = getattr(jax_trainer.JAXTrainer, name)
 
-        def wrapped(self: Any, *args: Any, __original: Any = original, __name: str = name, **kwargs: Any) -> Any:
-            x = args[0] if args else kwargs.get("x")
-            if data_lib.is_tps_dataset(x):
-                y = args[1] if len(args) > 1 and __name != "predict" else kwargs.get("y")
-                data_lib.check_unused(f"Model.{__name}", y, kwargs.get("sample_weight"),
-                                      kwargs.get("batch_size"), kwargs.get("class_weight"))
-            with _under(self) as strategy:
-                if strategy is not None:
-                    steps.install_functions(self, strategy)
-                return __original(self, *args, **kwargs)
+def _wrap_entry(original: Any, name: str) -> Any:
+    @functools.wraps(original)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        x = args[0] if args else kwargs.get("x")
+        if data_lib.is_tps_dataset(x):
+            y = args[1] if len(args) > 1 and name != "predict" else kwargs.get("y")
+            data_lib.check_unused(f"Model.{name}", y, kwargs.get("sample_weight"), kwargs.get("batch_size"))
+            if kwargs.get("class_weight") is not None and data_lib.is_distributed_dataset(x):
+                data_lib.refuse_class_weight(kwargs["class_weight"])
+        with _under(self) as strategy:
+            if strategy is not None:
+                from tpustrategy._src.keras import steps
 
-        functools.update_wrapper(wrapped, original)
-        setattr(jax_trainer.JAXTrainer, name, wrapped)
+                steps.install_functions(self, strategy)
+            return original(self, *args, **kwargs)
 
-    original_get = data_adapters.get_data_adapter
+    return wrapped
 
-    @functools.wraps(original_get)
+
+def wrap_fit(original: Any) -> Any:
+    return _wrap_entry(original, "fit")
+
+
+def wrap_evaluate(original: Any) -> Any:
+    return _wrap_entry(original, "evaluate")
+
+
+def wrap_predict(original: Any) -> Any:
+    return _wrap_entry(original, "predict")
+
+
+def wrap_get_data_adapter(original: Any) -> Any:
+    @functools.wraps(original)
     def get_data_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: Any = None,
                          steps_per_epoch: Any = None, shuffle: Any = False, class_weight: Any = None) -> Any:
         if data_lib.is_tps_dataset(x):
             strategy = distribution.strategy_of_distribution(distribution.current())
             if strategy is None and data_lib.is_distributed_dataset(x):
                 strategy = x._strategy if hasattr(x, "_strategy") else None
-            return data_lib.adapter_class()(x, strategy, steps_per_epoch)
-        return original_get(x, y=y, sample_weight=sample_weight, batch_size=batch_size,
-                            steps_per_epoch=steps_per_epoch, shuffle=shuffle, class_weight=class_weight)
+            return data_lib.adapter_class()(x, strategy, steps_per_epoch, class_weight)
+        return original(x, y=y, sample_weight=sample_weight, batch_size=batch_size,
+                        steps_per_epoch=steps_per_epoch, shuffle=shuffle, class_weight=class_weight)
 
-    data_adapters.get_data_adapter = get_data_adapter
-    epoch_iterator.data_adapters.get_data_adapter = get_data_adapter
+    return get_data_adapter
 
-    original_iter = jax_trainer.JAXEpochIterator._get_iterator
 
-    @functools.wraps(original_iter)
+def wrap_get_iterator(original: Any) -> Any:
+    @functools.wraps(original)
     def _get_iterator(self: Any) -> Any:
         if isinstance(self.data_adapter, data_lib.adapter_class()):
             return self.data_adapter.get_jax_iterator()  # already global arrays on the mesh
         dist = distribution.current()
         if distribution.strategy_of_distribution(dist) is not None:
             return _array_batches(self.data_adapter, dist)
-        return original_iter(self)
+        return original(self)
 
-    jax_trainer.JAXEpochIterator._get_iterator = _get_iterator
+    return _get_iterator
 
-    original_next = jax_trainer.JAXEpochIterator.__next__
 
+def wrap_next(original: Any) -> Any:
+    from tpustrategy._src.keras import steps
+
+    @functools.wraps(original)
     def __next__(self: Any) -> Any:
-        begin, end, iterator = original_next(self)
+        begin, end, iterator = original(self)
         limit = self.steps_per_epoch or self._num_batches
         if limit and self.steps_per_execution > 1:
             count = max(0, min(self.steps_per_execution, limit - begin))
             return begin, begin + count - 1, steps.Limited(iterator, count)
         return begin, end, iterator
 
-    jax_trainer.JAXEpochIterator.__next__ = __next__
+    return __next__

@@ -100,7 +100,8 @@ class KerasVariableState(Variable):
             from tpustrategy._src.keras import distribution
 
             axes = [*spec, *([None] * (len(self._shape) - len(spec)))]
-            self._keras._layout = TensorLayout(axes, distribution.for_strategy(self._strategy).device_mesh)
+            internals.set_variable_layout(
+                self._keras, TensorLayout(axes, distribution.for_strategy(self._strategy).device_mesh))
 
     @property
     def keras_variable(self) -> Any:
@@ -285,6 +286,17 @@ class _StrategyKerasVariable:
 
     def _direct_assign(self, value: Any) -> None:
         state = self.__dict__.get("_tps_state")
+        if state is not None and isinstance(value, jax.core.Tracer) and self.__dict__.get("_value") is None:
+            frame = frames.current()
+            if frame is not None and state._strategy is not None:
+                # Created in a traced step from a traced value (a tf.Module-style wrapper built at its
+                # first call): the program computes the first value (replica 0's for a mirrored
+                # variable, TensorFlow's rule) and writes it back; until then a placeholder.
+                with jax.ensure_compile_time_eval():
+                    self.__dict__["_value"] = _place(np.zeros(value.shape, self._dtype), sharding_of(state))
+                state._pending_init = True
+                updates.initialise_in_frame(state, frame, value)
+                return None
         if state is None or isinstance(value, jax.core.Tracer):
             return super()._direct_assign(value)
         if state._kind == SYNC_ON_READ:

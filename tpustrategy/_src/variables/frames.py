@@ -134,6 +134,9 @@ def global_value(var: Any) -> Any:
 def set_global_value(var: Any, value: Any) -> None:
     for frame in reversed(_stack.frames):
         if frame.level == "cross":
-            frame.write(var, value)
+            if getattr(var, "_pending_init", False):
+                frame.initialise(var, value)   # first value computed by a nested replica program
+            else:
+                frame.write(var, value)
             return
     var._value = value
