@@ -55,5 +55,8 @@ def test_fit_on_two_processes_of_four_devices_equals_single_device_keras(tmp_pat
             np.testing.assert_allclose(result["history"][key], want[key], rtol=1e-5, atol=1e-6, err_msg=key)
         np.testing.assert_allclose(result["evaluate"], evaluated, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(result["predict"], predicted, rtol=1e-5, atol=1e-5)
+        # NumPy arrays every process holds: each input predicted (and evaluated) once, not once per process
+        np.testing.assert_allclose(result["predict_arrays"], predicted, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(result["evaluate_arrays"], evaluated, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(result["kernel"], model.layers[0].kernel.numpy(), rtol=1e-5, atol=1e-6)
         assert result["iterations"] == 21                     # 7 steps per epoch, the partial one included

@@ -41,11 +41,15 @@ ds = tpsd.Dataset.from_tensor_slices((x, y)).batch(BATCH)
 history = model.fit(ds, epochs=3, verbose=0).history
 evaluated = model.evaluate(ds, verbose=0)
 predicted = model.predict(ds, verbose=0)
+predicted_arrays = model.predict(x, batch_size=BATCH, verbose=0)     # each process holds all of x
+evaluated_arrays = model.evaluate(x, y, batch_size=BATCH, verbose=0)
 print("RESULT " + json.dumps({
     "process_index": jax.process_index(),
     "history": {k: [float(v) for v in vs] for k, vs in history.items()},
     "evaluate": [float(v) for v in evaluated],
     "predict": np.asarray(predicted).tolist(),
+    "predict_arrays": np.asarray(predicted_arrays).tolist(),
+    "evaluate_arrays": [float(v) for v in evaluated_arrays],
     "kernel": model.layers[0].kernel.numpy().tolist(),
     "iterations": int(model.optimizer.iterations.numpy()),
 }), flush=True)

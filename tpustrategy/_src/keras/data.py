@@ -153,8 +153,12 @@ def adapter_class() -> type:
     class StrategyDataAdapter(_adapter_base()):
         """Keras's data adapter for tpsd datasets and distributed datasets."""
 
-        def __init__(self, x: Any, strategy: Any, steps: int | None = None):
+        def __init__(self, x: Any, strategy: Any, steps: int | None = None, class_weight: Any = None):
             self._strategy = strategy
+            if class_weight is not None:
+                if is_distributed_dataset(x):
+                    refuse_class_weight(class_weight)
+                x = with_class_weight(x, class_weight)
             self._given = x
             # One process: the global batches go straight to the devices (no split into per-replica
             # pieces and back); several: the strategy's distribution auto-shards them across processes.
@@ -209,10 +213,43 @@ def adapter_class() -> type:
     return StrategyDataAdapter
 
 
-def check_unused(api: str, y: Any, sample_weight: Any, batch_size: Any, class_weight: Any) -> None:
+def with_class_weight(dataset: Any, class_weight: dict[int, float]) -> Any:
+    """Keras's ``class_weight`` over a dataset of ``(x, y)`` batches: ``(x, y, weights)`` (its tf.data rule)."""
+    table = np.asarray([class_weight.get(c, 1.0) for c in range(max(class_weight) + 1)], np.float32)
+
+    def add_weights(*element: Any) -> Any:
+        if len(element) == 1 and isinstance(element[0], tuple):
+            element = element[0]
+        if len(element) != 2:
+            raise ValueError(
+                "Model.fit: `class_weight` needs a dataset of (x, y) batches (Keras cannot combine it with "
+                f"sample weights); the dataset yields {len(element)} components.\nFix: drop `class_weight` "
+                "or the dataset's sample weights.")
+        x, y = element
+        if isinstance(y, (tuple, list, dict)):
+            raise ValueError(
+                "Model.fit: `class_weight` is only supported for models with a single output (the dataset's "
+                f"y is a {type(y).__name__}).\nFix: put per-example weights into the dataset instead.")
+        y = np.asarray(y)
+        if y.ndim >= 2:
+            classes = np.argmax(y, -1) if y.shape[-1] > 1 else np.round(np.squeeze(y, -1))
+        else:
+            classes = np.round(y)
+        return x, y, table[classes.astype(np.int32)]
+
+    return dataset.map(add_weights)
+
+
+def refuse_class_weight(class_weight: Any) -> None:
+    raise ValueError(
+        "Model.fit: `class_weight` cannot be applied to a distributed dataset (its per-replica batches are "
+        f"already placed). Received: class_weight={class_weight!r:.60}.\nFix: pass the tpsd dataset itself to "
+        "fit (fit distributes it), or add the weights with dataset.map before distributing it.")
+
+
+def check_unused(api: str, y: Any, sample_weight: Any, batch_size: Any) -> None:
     """Keras's rule for datasets: targets, weights and batch size come from the dataset."""
-    for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size),
-                        ("class_weight", class_weight)):
+    for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
         if value is not None:
             raise ValueError(
                 f"{api}: `{name}` cannot be given with a tpsd dataset (the dataset yields "
