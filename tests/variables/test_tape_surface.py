@@ -218,8 +218,8 @@ def test_backward_function_device_placement_gives_one_gradient_per_replica():
     def step():
         x = jnp.asarray([1.0])
         with tps.GradientTape() as t:
-            y = forward(x, w, b)
-        return t.gradient(y, [w, b])
+            loss = forward(x, w, b) - jnp.asarray([1.0])
+            return t.gradient(loss, [w, b])     # inside the block, as the TensorFlow test does
 
     gw, gb = strategy.run(step)
     assert [g.tolist() for g in strategy.experimental_local_results(gb)] == [[1.0], [1.0]]
