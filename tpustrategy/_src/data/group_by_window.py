@@ -27,6 +27,7 @@ from tpustrategy._src.data.iterator import IterContext, NodeIterator, check_stat
 from tpustrategy._src.data.map import call_fn, check_fn
 from tpustrategy._src.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from tpustrategy._src.data.state_codec import decode, encode
+from tpustrategy._src.data.structure import common_spec
 from tpustrategy._src.data.window import WindowContent
 
 _API = "Dataset.group_by_window"
@@ -113,10 +114,19 @@ class GroupByWindowDataset(Dataset):
         spec = input_spec(self.inputs[0])
         if spec is None:
             return None
-        try:
-            return self._reduce(np.int64(0), [], spec)._static_spec()
-        except Exception:
+        # TensorFlow traces reduce_func with a symbolic key: sizes that depend on
+        # the key are unknown. Two keys approximate that (dimensions that differ -> None).
+        specs = []
+        for key in (0, 1):
+            try:
+                specs.append(self._reduce(np.int64(key), [], spec)._static_spec())
+            except Exception:
+                break
+        if not specs or specs[0] is None:
             return None
+        if len(specs) == 1 or specs[1] is None:
+            return specs[0]
+        return common_spec(specs[0], specs[1])
 
     def _compute_cardinality(self) -> int:
         n = self.inputs[0].cardinality()
