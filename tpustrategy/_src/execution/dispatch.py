@@ -34,6 +34,8 @@ def _max_in_flight() -> int:
 
 def wait(arr: Any) -> None:
     """Blocks on one program's result; a lost or stuck peer surfaces as the named tps error."""
+    if arr.is_deleted():
+        return   # donated to a later program (Keras donates its state): that program waits on this one
     try:
         arr.block_until_ready()
     except jax.errors.JaxRuntimeError as e:

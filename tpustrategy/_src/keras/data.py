@@ -27,6 +27,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.execution import dispatch
 from tpustrategy._src.values.distributed import DistributedValues
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
@@ -65,7 +66,9 @@ def _merge_even(leaves: list[Any], strategy: Any) -> list[Any]:
     fn = _MERGES.get(split)
     if fn is None:
         fn = _MERGES[split] = jax.jit(lambda xs: [x.reshape((-1, *x.shape[2:])) for x in xs], out_shardings=split)
-    return fn([leaf.stacked_array(split) for leaf in leaves])
+    merged = fn([leaf.stacked_array(split) for leaf in leaves])
+    dispatch.track(merged)
+    return merged
 
 
 _MERGES: dict[Any, Any] = {}
@@ -81,7 +84,9 @@ def _gather_rows(stacked: Any, rows: np.ndarray, mesh: Any) -> Any:
             return a.reshape((a.shape[0] * a.shape[1], *a.shape[2:]))[idx]
 
         fn = _GATHERS[key] = jax.jit(gather, out_shardings=NamedSharding(mesh, P()))
-    return fn(stacked)
+    gathered = fn(stacked)
+    dispatch.track(gathered)   # a gather across devices: a program with a collective
+    return gathered
 
 
 _GATHERS: dict[Any, Any] = {}

@@ -32,6 +32,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.execution import dispatch
 from tpustrategy._src.keras import internals
 from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
 from tpustrategy._src.variables import frames, updates
@@ -260,6 +261,7 @@ class _StrategyKerasVariable:
             if cached is not None and cached[0] is raw and not cached[1].is_deleted():   # Keras donates its state
                 return self._maybe_autocast(cached[1])
             total = _program(state, "aggregate")(raw)
+            dispatch.track(total)   # a program with a collective: counted against the in-flight bound
             if not isinstance(total, jax.core.Tracer):   # inside another trace (Keras's symbolic build): no cache
                 self.__dict__["_tps_aggregate"] = (raw, total)
             return self._maybe_autocast(total)
@@ -303,7 +305,8 @@ class _StrategyKerasVariable:
             # tf.keras's cross-replica assign of a sync-on-read variable: reading it back gives `value`.
             if not isinstance(value, jax.Array):
                 value = np.asarray(value, dtype=self._dtype)
-            self.__dict__["_value"] = _program(state, "spread")(value.astype(self._dtype))
+            self.__dict__["_value"] = spread = _program(state, "spread")(value.astype(self._dtype))
+            dispatch.track(spread)
             return None
         if not (isinstance(value, jax.Array) and value.dtype == self._dtype):
             value = jnp.asarray(value, dtype=self._dtype)
