@@ -1,6 +1,11 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# TensorFlow (CPU) for the benchmarks' tf.data rows only: pyproject's `bench` extra. It lives in its
+# own venv, driven as a subprocess, because tensorflow-cpu 2.21 pins h5py<3.15 and would downgrade
+# the test extras' h5py in .venv (jax, keras and protobuf versions would be unchanged).
+TFVENV := .venv-tf
+TF_SPEC := tensorflow-cpu>=2.21,<2.22
 
 .PHONY: test demo bench lint clean
 
@@ -22,11 +27,17 @@ test: $(VENV)/.installed-test
 demo: $(VENV)/.installed-base
 	$(PY) -m tpustrategy.demo
 
-bench: $(VENV)/.installed-test
-	$(PY) benchmarks/run_all.py
+$(TFVENV)/.installed: pyproject.toml
+	test -x $(TFVENV)/bin/python || $(PYTHON) -m venv $(TFVENV)
+	$(TFVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TFVENV)/bin/python -m pip install --quiet "$(TF_SPEC)"
+	touch $@
+
+bench: $(VENV)/.installed-test $(TFVENV)/.installed
+	$(PY) benchmarks/run_all.py --tf-python $(TFVENV)/bin/python
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check tpustrategy tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(TFVENV) build *.egg-info .pytest_cache
