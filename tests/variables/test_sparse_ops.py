@@ -122,7 +122,7 @@ def test_scatter_errors_name_the_argument_and_the_fix():
     v = tps.Variable([1, 2, 3])
     with pytest.raises(TypeError, match="must be a `tf.IndexedSlices`. Received arg: \\(\\[0\\], \\[1\\]\\)"):
         v.scatter_add(([0], [1]))
-    with pytest.raises(tps.errors.InvalidArgumentError, match=r"indices\[0\] = \[5\] is not in \[0, 3\)"):
+    with pytest.raises(tps.errors.InvalidArgumentError, match=r"indices\[0\] = 5 is not in \[0, 3\)"):
         v.scatter_add(tps.IndexedSlices([1], [5]))
     with pytest.raises(TypeError, match="cannot convert a float32 value"):
         v.scatter_update(tps.IndexedSlices([1.5], [0]))

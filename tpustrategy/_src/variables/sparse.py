@@ -67,6 +67,9 @@ def _indices(var: Any, op_name: str, indices: Any, index_depth: int | None) -> A
             f"Variable.{op_name}: indices of shape {tuple(idx.shape)} index {depth if idx.ndim else 0} "
             f"dimension(s), but variable {var.name!r} has shape {var.shape}; the last dimension of the "
             f"indices must be between 1 and {len(var.shape)}.\nFix: pass indices of shape [..., k] with k <= rank.")
+    def shown(row: np.ndarray) -> Any:
+        return int(row[0]) if index_depth is None else row.tolist()
+
     if not isinstance(idx, jax.core.Tracer):
         host = np.asarray(idx)
         flat = host.reshape(-1, depth) if index_depth is not None else host.reshape(-1, 1)
@@ -78,7 +81,7 @@ def _indices(var: Any, op_name: str, indices: Any, index_depth: int | None) -> A
 
                 raise InvalidArgumentError(
                     None, None,
-                    f"Variable.{op_name}: indices[{int(bad[0])}] = {flat[int(bad[0])].tolist()} is not in "
+                    f"Variable.{op_name}: indices[{int(bad[0])}] = {shown(flat[int(bad[0])])} is not in "
                     f"[0, {bound}) (variable {var.name!r} of shape {var.shape}).\nFix: pass indices inside "
                     "the variable's shape (TensorFlow refuses out-of-range indices too).")
     return idx
