@@ -143,3 +143,53 @@ def tpsd_errors():
     import tpustrategy.errors as errors
 
     return errors
+
+
+# TensorFlow's options_test, ported (its inputs and asserted results; the fields are TF 2.21's).
+
+
+def test_a_dataset_without_options_has_the_default_options():
+    assert tpsd.Dataset.range(0).options() == tpsd.Options()
+    options = tpsd.Options()
+    assert tpsd.Dataset.range(0).with_options(options).cache().options() == options
+
+
+def test_options_given_twice_merge_and_the_later_one_wins():
+    o1, o2 = tpsd.Options(), tpsd.Options()
+    o1.autotune.enabled = True
+    o2.experimental_deterministic = False
+    ds = tpsd.Dataset.range(0).with_options(o1).with_options(o2)
+    assert ds.options().autotune.enabled is True and ds.options().experimental_deterministic is False
+    o3, o4 = tpsd.Options(), tpsd.Options()
+    o3.autotune.enabled, o4.autotune.enabled = False, True
+    assert tpsd.Dataset.range(0).with_options(o3).with_options(o4).options().autotune.enabled is True
+    assert tpsd.Dataset.range(0).with_options(o1).with_options(o1).options() == o1
+
+
+def test_options_of_several_inputs_are_merged():
+    o1, o2 = tpsd.Options(), tpsd.Options()
+    o1.autotune.enabled = True
+    o2.experimental_deterministic = True
+    ds = tpsd.Dataset.zip((tpsd.Dataset.range(0).with_options(o1), tpsd.Dataset.range(0).with_options(o2)))
+    assert ds.options().autotune.enabled is True and ds.options().experimental_deterministic is True
+    mixed = tpsd.Dataset.sample_from_datasets([tpsd.Dataset.range(2).with_options(o1), tpsd.Dataset.range(2)])
+    assert mixed.options().autotune.enabled is True
+
+
+def test_fresh_options_have_their_own_default_sub_options():
+    a, b = tpsd.Options(), tpsd.Options()
+    assert a.experimental_optimization is not b.experimental_optimization
+    assert a.experimental_threading is not b.experimental_threading
+    assert a.experimental_optimization == X.OptimizationOptions()
+    assert a.experimental_threading == tpsd.ThreadingOptions()
+    assert a.autotune == X.AutotuneOptions()
+
+
+def test_options_survive_a_map_after_them():
+    o = tpsd.Options()
+    o.experimental_slack = True
+    o.experimental_optimization.apply_default_optimizations = False
+    ds = tpsd.Dataset.range(5).with_options(o).map(lambda x: 10 * x)
+    assert ds.options().experimental_slack is True
+    assert ds.options().experimental_optimization.apply_default_optimizations is False
+    assert [int(x) for x in ds] == [0, 10, 20, 30, 40]
