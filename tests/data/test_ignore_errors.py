@@ -143,3 +143,23 @@ def test_without_ignore_errors_the_first_error_still_ends_the_iteration():
         next(it)
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_elements_after_a_failure_in_a_bulk_read_are_not_lost():
+    values = np.where(np.arange(3000) % 7 == 3, np.nan, np.arange(3000)).astype(np.float32)
+    expected = [i for i in range(3000) if i % 7 != 3]
+    mapped = Dataset.from_tensor_slices(values).map(check_numerics)
+    assert [int(x) for x in mapped.prefetch(64).ignore_errors()] == expected
+    filtered = Dataset.from_tensor_slices(values).filter(lambda x: check_numerics(x) >= 0)
+    assert [int(x) for x in filtered.prefetch(64).ignore_errors()] == expected
+    rebatched = mapped.batch(10).ignore_errors().unbatch()
+    assert all(int(x) % 7 != 3 for x in rebatched)
+
+
+def test_checkpoint_while_elements_after_a_failure_are_kept():
+    values = np.where(np.arange(40) % 5 == 2, np.nan, np.arange(40)).astype(np.float32)
+    ds = Dataset.from_tensor_slices(values).map(check_numerics).batch(4).ignore_errors()
+    out = assert_iterator_checkpointing(ds, num_checkpoints=None)
+    # TensorFlow's batch drops the batch an error hits and starts the next one after it.
+    expected = [[float(v) for v in range(s, s + 4)] for s in range(3, 34, 5)] + [[38.0, 39.0]]
+    assert [b.tolist() for b in out] == expected

@@ -10,6 +10,7 @@ import numpy as np
 from tpustrategy._src.data.dataset import Dataset
 from tpustrategy._src.data.iterator import IterContext, NodeIterator
 from tpustrategy._src.data.map import call_fn, check_fn
+from tpustrategy._src.data.rest_after_error import RestAfterError
 
 
 def _as_bool(value: Any) -> bool:
@@ -46,35 +47,34 @@ class FilterDataset(Dataset):
         return _FilterIterator(self.inputs[0]._make_iterator(ctx), self.predicate)
 
 
-class _FilterIterator(NodeIterator):
+class _FilterIterator(RestAfterError, NodeIterator):
     def __init__(self, it: NodeIterator, predicate: Callable[..., Any]):
         self._it, self._pred = it, predicate
-        self._pending: BaseException | None = None
 
     def __next__(self) -> Any:
         if self._pending is not None:
-            err, self._pending = self._pending, None
-            raise err
-        it, pred = self._it, self._pred
+            self._raise_pending()
+        pred = self._pred
         while True:
-            x = it.__next__()
+            x = self._read_one()
             if _as_bool(call_fn(pred, x)):
                 return x
 
     def _next_many(self, n: int) -> list[Any]:
         if self._pending is not None:
-            err, self._pending = self._pending, None
-            raise err
+            self._raise_pending()
         pred = self._pred
         while True:
-            xs = self._it._next_many(n)
+            xs = self._read_many(n)
             if not xs:
                 return []
             out = []
-            for x in xs:
+            for k, x in enumerate(xs):
                 try:
                     keep = _as_bool(call_fn(pred, x))
                 except BaseException as e:
+                    if isinstance(e, Exception):
+                        self._keep_rest(xs, k, e, bool(out))
                     if not out:
                         raise
                     self._pending = e
@@ -85,11 +85,10 @@ class _FilterIterator(NodeIterator):
                 return out
 
     def get_state(self) -> dict[str, Any]:
-        return self._it.get_state()
+        return self._rest_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self._pending = None
-        self._it.set_state(state)
+        self._restore_rest(state)
 
     def close(self) -> None:
         self._it.close()

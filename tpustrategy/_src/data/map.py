@@ -31,6 +31,7 @@ from tpustrategy._src.data.parallel import (
     start_thread,
     take_from_chunk,
 )
+from tpustrategy._src.data.rest_after_error import RestAfterError
 from tpustrategy._src.data.string_scalar import StringScalar
 from tpustrategy._src.data.structure import common_spec, dummy_element, spec_of_element
 
@@ -153,27 +154,27 @@ class MapDataset(Dataset):
         return out
 
 
-class _MapIterator(NodeIterator):
+class _MapIterator(RestAfterError, NodeIterator):
     def __init__(self, it: NodeIterator, fn: Callable[..., Any]):
         self._it, self._fn = it, fn
-        self._pending: BaseException | None = None
 
     def __next__(self) -> Any:
         if self._pending is not None:
-            err, self._pending = self._pending, None
-            raise err
-        return call_map_fn(self._fn, self._it.__next__())
+            self._raise_pending()
+        return call_map_fn(self._fn, self._read_one())
 
     def _next_many(self, n: int) -> list[Any]:
         if self._pending is not None:
-            err, self._pending = self._pending, None
-            raise err
+            self._raise_pending()
         fn = self._fn
         out = []
-        for x in self._it._next_many(n):
+        xs = self._read_many(n)
+        for k, x in enumerate(xs):
             try:
                 out.append(call_map_fn(fn, x))
             except BaseException as e:
+                if isinstance(e, Exception):
+                    self._keep_rest(xs, k, e, bool(out))
                 if not out:
                     raise
                 self._pending = e
@@ -181,14 +182,15 @@ class _MapIterator(NodeIterator):
         return out
 
     def _skip(self, n: int) -> int:
-        return self._it._skip(n)
+        if self._pending is None and not self._rest:
+            return self._it._skip(n)
+        return self._skip_rest(n)
 
     def get_state(self) -> dict[str, Any]:
-        return self._it.get_state()
+        return self._rest_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self._pending = None
-        self._it.set_state(state)
+        self._restore_rest(state)
 
     def close(self) -> None:
         self._it.close()
