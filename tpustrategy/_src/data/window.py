@@ -166,20 +166,26 @@ class _WindowIterator(NodeIterator):
         return self._k * self._shift
 
     def _fill(self, upto: int) -> None:
-        """Reads until the buffer covers input indices below ``upto`` (or the input ends)."""
-        shift = self._shift
+        """Reads until the buffer covers input indices below ``upto`` (or the input ends).
+
+        Reads in bulk up to the next possible window start, where the input
+        state is recorded (the anchor a checkpoint restores from).
+        """
+        shift, start = self._shift, self._start()
         while not self._input_done and self._pos < upto:
-            if self._pos % shift == 0 and self._pos >= self._start():
-                self._anchors[self._pos] = self._it.get_state()
+            pos = self._pos
+            if pos % shift == 0 and pos >= start:
+                self._anchors[pos] = self._it.get_state()
+            want = min(upto, (pos // shift + 1) * shift) - pos
             try:
-                x = self._it.__next__()
-            except StopIteration:
+                got = self._it._next_many(want)
+            except Exception as e:  # kept in place: it only fails the windows that include it
+                got = [_Failed(e)]
+            if not got:
                 self._input_done = True
                 break
-            except Exception as e:  # kept in place: it only fails the windows that include it
-                x = _Failed(e)
-            self._buf.append(x)
-            self._pos += 1
+            self._buf.extend(got)
+            self._pos += len(got)
 
     def _advance_to(self, start: int) -> None:
         """Drops buffered elements before ``start``, skipping unread ones up to it."""
