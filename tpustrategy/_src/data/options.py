@@ -292,6 +292,21 @@ class Options(_OptionsBase):
       >>> ds = Dataset.range(8).with_options(opts)
     """
 
+    # The fields, declared for static lookups (values live in ``_values``; see `_OptionsBase`).
+    autotune: AutotuneOptions
+    dataset_name: str | None
+    deterministic: bool | None
+    experimental_deterministic: bool | None
+    experimental_distribute: DistributeOptions
+    experimental_external_state_policy: ExternalStatePolicy | None
+    experimental_optimization: OptimizationOptions
+    experimental_slack: bool | None
+    experimental_symbolic_checkpoint: bool | None
+    experimental_threading: ThreadingOptions
+    experimental_warm_start: bool | None
+    framework_type: list[str] | None
+    threading: ThreadingOptions
+
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
         "autotune": (AutotuneOptions, None),
         "dataset_name": (str, None),
