@@ -96,3 +96,30 @@ def test_fingerprint_is_stable_and_tells_pipelines_apart():
     assert make(10).fingerprint() != make(11).fingerprint()
     assert isinstance(make(10).fingerprint(), np.uint64)
     assert D.range(3).map(lambda x: x + 1).fingerprint() != D.range(3).map(lambda x: x + 2).fingerprint()
+
+
+# TensorFlow's fingerprint_test, ported.
+_SAME = {
+    "range1": lambda: D.range(10),
+    "flat_map1": lambda: D.range(10).flat_map(D.range),
+    "tfrecord1": lambda: tpsd.TFRecordDataset(["f1.txt", "f2.txt"]),
+    "tfrecord2": lambda: tpsd.TFRecordDataset(["f1.txt", "f2.txt"]).repeat(2),
+}
+_PAIRS = {
+    "range1": lambda: (D.range(10), D.range(11)),
+    "flat_map1": lambda: (D.range(10).flat_map(D.range), D.range(10).flat_map(lambda x: D.range(x + 1))),
+    "tfrecord1": lambda: (tpsd.TFRecordDataset(["f1.txt", "f2.txt"]), tpsd.TFRecordDataset(["f1.txt", "f3.txt"])),
+    "tfrecord2": lambda: (tpsd.TFRecordDataset(["f1.txt", "f2.txt"]).repeat(2),
+                          tpsd.TFRecordDataset(["f1.txt", "f3.txt"]).repeat(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAME))
+def test_the_same_dataset_has_the_same_fingerprint(name):
+    assert _SAME[name]().fingerprint() == _SAME[name]().fingerprint()
+
+
+@pytest.mark.parametrize("name", sorted(_PAIRS))
+def test_different_datasets_have_different_fingerprints(name):
+    lhs, rhs = _PAIRS[name]()
+    assert lhs.fingerprint() != rhs.fingerprint()
