@@ -146,3 +146,42 @@ def test_snapshot_rejects_an_unknown_compression(tmp_path):
     with pytest.raises(ValueError, match="compression must be"):
         D.range(3).snapshot(str(tmp_path), compression="LZ4")
     assert [int(x) for x in D.range(3).apply(tpsd.experimental.snapshot(str(tmp_path)))] == [0, 1, 2]
+
+
+# TensorFlow's snapshot_test, ported (read after the source files are gone; shard_func; reader_func).
+
+
+def _records(tmp_path):
+    names = []
+    for f in range(10):
+        p = tmp_path / f"tf-{f}.tfrecord"
+        with tpsd.TFRecordWriter(str(p)) as w:
+            for r in range(100):
+                w.write(b"Record %d of file %d" % (r, f))
+        names.append(str(p))
+    return names
+
+
+EXPECTED = [b"Record %d of file %d" % (r, f) for f in range(10) for r in range(100)]
+
+
+def test_a_snapshot_is_read_once_its_source_files_are_gone(tmp_path):
+    names = _records(tmp_path)
+    snap_dir = str(tmp_path / "snap")
+    assert list(tpsd.TFRecordDataset(names).snapshot(path=snap_dir)) == EXPECTED
+    assert len(os.listdir(snap_dir)) == 1
+    for n in names:
+        os.remove(n)
+    assert list(tpsd.TFRecordDataset(names).snapshot(path=snap_dir)) == EXPECTED
+
+
+def test_snapshot_with_a_custom_shard_func_and_reader_func(tmp_path):
+    names = _records(tmp_path)
+    snap_dir = str(tmp_path / "snap")
+    ds = tpsd.TFRecordDataset(names).snapshot(path=snap_dir, shard_func=lambda _: np.int64(0))
+    assert list(ds) == EXPECTED
+    (fp,) = os.listdir(snap_dir)
+    assert sorted(os.listdir(os.path.join(snap_dir, fp))) == ["dataset_spec.json", "shard_00000.tfrecord"]
+    reread = tpsd.TFRecordDataset(names).snapshot(
+        path=snap_dir, reader_func=lambda datasets: datasets.interleave(lambda x: x, cycle_length=3))
+    assert list(reread) == EXPECTED
