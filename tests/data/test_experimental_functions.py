@@ -64,6 +64,10 @@ def test_transformation_forms_apply_like_the_methods():
     got = [int(x) for x in X.sample_from_datasets([D.range(3), D.range(10, 13)], seed=1)]
     assert sorted(got) == [0, 1, 2, 10, 11, 12]
     assert [int(x) for x in X.choose_from_datasets([D.range(2), D.range(5, 7)], D.range(2).repeat(2))] == [0, 5, 1, 6]
+    # The function form's stop_on_empty_dataset defaults to False (the method's to True), as in TensorFlow.
+    short = [D.range(1), D.range(5, 7)]
+    assert [int(x) for x in X.choose_from_datasets(short, D.range(2).repeat(2))] == [0, 5, 6]
+    assert [int(x) for x in D.choose_from_datasets(short, D.range(2).repeat(2))] == [0, 5]
     assert [int(x) for x in X.Counter(2, 3).take(2)] == [2, 5]
     assert [int(x) for x in X.RandomDataset(seed=3).take(2)] == [int(x) for x in D.random(seed=3).take(2)]
 

@@ -148,3 +148,18 @@ def load(path: Any, element_spec: Any = None, compression: str | None = None, re
 def snapshot(path: Any, compression: str | None = "AUTO", reader_func: Any = None, shard_func: Any = None) -> Any:
     """`Dataset.snapshot` as a transformation for `Dataset.apply`."""
     return lambda dataset: dataset.snapshot(path, compression, reader_func, shard_func)
+
+
+def choose_from_datasets(datasets: Any, choice_dataset: Any, stop_on_empty_dataset: bool = False) -> Dataset:
+    """``tf.data.experimental.choose_from_datasets``: as the method, but ``stop_on_empty_dataset`` defaults to False."""
+    from tpustrategy._src.data.directed_interleave import choose_from_datasets as choose
+
+    return choose(datasets, choice_dataset, stop_on_empty_dataset)
+
+
+def sample_from_datasets(datasets: Any, weights: Any = None, seed: int | None = None,
+                         stop_on_empty_dataset: bool = False) -> Dataset:
+    """``tf.data.experimental.sample_from_datasets`` (TensorFlow's signature of the function form)."""
+    from tpustrategy._src.data.directed_interleave import sample_from_datasets as sample
+
+    return sample(datasets, weights, seed, stop_on_empty_dataset)

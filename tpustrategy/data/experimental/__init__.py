@@ -8,6 +8,7 @@ from tpustrategy._src.data.counter import Counter as Counter
 from tpustrategy._src.data.csv_dataset import CsvDataset as CsvDataset
 from tpustrategy._src.data.dataset_functions import at as at
 from tpustrategy._src.data.dataset_functions import cardinality as cardinality
+from tpustrategy._src.data.dataset_functions import choose_from_datasets as choose_from_datasets
 from tpustrategy._src.data.dataset_functions import copy_to_device as copy_to_device
 from tpustrategy._src.data.dataset_functions import enable_debug_mode as enable_debug_mode
 from tpustrategy._src.data.dataset_functions import from_list as from_list
@@ -15,12 +16,11 @@ from tpustrategy._src.data.dataset_functions import get_structure as get_structu
 from tpustrategy._src.data.dataset_functions import load as load
 from tpustrategy._src.data.dataset_functions import prefetch_to_device as prefetch_to_device
 from tpustrategy._src.data.dataset_functions import rejection_resample as rejection_resample
+from tpustrategy._src.data.dataset_functions import sample_from_datasets as sample_from_datasets
 from tpustrategy._src.data.dataset_functions import save as save
 from tpustrategy._src.data.dataset_functions import shuffle_and_repeat as shuffle_and_repeat
 from tpustrategy._src.data.dataset_functions import snapshot as snapshot
 from tpustrategy._src.data.dataset_functions import unbatch as unbatch
-from tpustrategy._src.data.directed_interleave import choose_from_datasets as choose_from_datasets
-from tpustrategy._src.data.directed_interleave import sample_from_datasets as sample_from_datasets
 from tpustrategy._src.data.experimental_ops import assert_cardinality as assert_cardinality
 from tpustrategy._src.data.experimental_ops import (
     bucket_by_sequence_length as bucket_by_sequence_length,
