@@ -219,3 +219,25 @@ def test_random_resumes_from_every_state(rerandomize):
     assert_iterator_checkpointing(D.random(seed=55, rerandomize_each_iteration=rerandomize).take(10),
                                   num_checkpoints=None)
     assert_iterator_checkpointing(D.random().take(3000), num_checkpoints=20)
+
+
+def test_restoring_late_in_the_stream_costs_no_more_than_early():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return x
+
+    def make():
+        return D.sample_from_datasets([D.range(10**7).map(counted), D.range(10**7).map(counted)], seed=9)
+
+    it = iter(make())
+    for _ in range(20000):
+        next(it)
+    state = it.get_state()
+    expected = [int(next(it)) for _ in range(50)]
+    calls.clear()
+    fresh = iter(make())
+    fresh.set_state(state)
+    assert [int(next(fresh)) for _ in range(50)] == expected
+    assert len(calls) < 600  # a chunk per input at most, not the 20,000 elements before the state
