@@ -205,13 +205,11 @@ class ThreadingOptions(_OptionsBase):
     """Threading options (``tf.data.ThreadingOptions``).
 
     Attributes:
-      private_threadpool_size: the most worker threads one parallel
-        transformation (``map``, ``batch``, ``interleave``, a reader's
-        ``num_parallel_reads``) runs; larger ``num_parallel_calls`` and
-        ``AUTOTUNE`` are capped at it. 0 or None: no cap.
-      max_intra_op_parallelism: the most worker threads that build one output
-        element together (a parallel ``batch``, the files a reader
-        interleaves); 1 builds each element on one thread.
+      private_threadpool_size: the most worker threads a parallel ``map``
+        runs; larger ``num_parallel_calls`` and ``AUTOTUNE`` are capped at
+        it. 0 or None: no cap.
+      max_intra_op_parallelism: accepted; no effect (the work inside one
+        element is NumPy's, whose BLAS thread pool is process-wide).
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
@@ -225,8 +223,7 @@ class AutotuneOptions(_OptionsBase):
 
     Attributes:
       enabled: False turns adaptive sizing off: ``prefetch(AUTOTUNE)`` keeps
-        a fixed buffer of 2 chunks and ``AUTOTUNE`` parallelism is 1 worker
-        (TensorFlow: parallelism falls back to 1 without autotuning).
+        a fixed buffer of 2 elements and ``AUTOTUNE`` parallelism is 1 worker.
       cpu_budget: the worker threads ``AUTOTUNE`` parallelism resolves to
         (default: the CPUs this process may run on).
       ram_budget: the bytes an adaptive ``prefetch`` buffer may hold
