@@ -26,6 +26,8 @@ CSV_FILES = [
     'name,age,height,label\n"d,q",22,1.55,0\neve,60,1.70,1\n',
 ]
 
+NA_CSV = "a,b,c\n1,?,x\n2,3.5,y\n,4.5,z\n"
+
 
 def _py(x):
     if isinstance(x, dict):
@@ -61,6 +63,12 @@ def csv_refs(tmp):
                                                           num_epochs=1).element_spec.items()
     }
     out["second_file"] = [_py(b) for b in ds]
+    p = os.path.join(tmp, "na.csv")
+    with open(p, "w") as f:
+        f.write(NA_CSV)
+    ds = tf.data.experimental.make_csv_dataset(p, batch_size=5, na_value="?", num_epochs=1, shuffle=False,
+                                               label_name="c")
+    out["na_inferred"] = [[_py(f), _py(lbl)] for f, lbl in ds]
     return out
 
 
@@ -87,7 +95,7 @@ def example_refs(tmp):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        refs = {"csv_files": CSV_FILES, "make_csv_dataset": csv_refs(tmp), "make_batched_features": example_refs(tmp)}
+        refs = {"csv_files": CSV_FILES, "na_csv": NA_CSV, "make_csv_dataset": csv_refs(tmp), "make_batched_features": example_refs(tmp)}
     D = tf.data.Dataset
     refs["cardinality"] = {
         "sample_two_finite": int(D.sample_from_datasets([D.range(3), D.range(4)]).cardinality()),

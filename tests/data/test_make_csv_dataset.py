@@ -135,3 +135,11 @@ def test_parse_example_dataset_parses_batches(example_files):
     assert first["y"].tolist() == [0, 1, 2, 0]
     values, lengths = first["x"]
     assert lengths.tolist() == [2, 2, 2, 2] and values[:2].tolist() == [0.0, 0.5]
+
+
+def test_inferred_columns_take_a_default_for_missing_values_like_tensorflow(tmp_path):
+    path = tmp_path / "na.csv"
+    path.write_text(REFS["na_csv"])
+    ds = X.make_csv_dataset(str(path), batch_size=5, na_value="?", num_epochs=1, shuffle=False, label_name="c")
+    got = [[py(f), py(lbl)] for f, lbl in ds]
+    assert close(got, REFS["make_csv_dataset"]["na_inferred"])

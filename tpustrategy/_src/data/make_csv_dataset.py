@@ -7,8 +7,8 @@ last partial batch when the stream repeats forever), a map to an ordered
 dict ``{column name: batch}`` (with ``label_name`` split off as the label)
 and a prefetch. Column names come from the first file's header when not
 given; column types are inferred from the first ``num_rows_for_inference``
-rows (int32, int64, float32, float64, then string) when ``column_defaults``
-is None. Every stage checkpoints, and FILE auto-sharding shards the file list.
+rows (int32, int64, float32, float64, then string; an empty field then
+takes 0, 0.0 or "") when ``column_defaults`` is None. Every stage checkpoints, and FILE auto-sharding shards the file list.
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ def make_csv_dataset(
             for k, c in enumerate(cols):
                 if c < len(r):
                     types[k] = _infer_type(r[c].strip(), na_value, types[k])
-        column_defaults = [t.type if t != OBJECT else np.array([], object) for t in types]
+        # TensorFlow gives inferred columns a default (0, 0.0 or ""), so empty fields are allowed.
+        column_defaults = [t.type(0) if t != OBJECT else b"" for t in types]
     elif len(column_defaults) != len(column_names):
         raise ValueError(f"{_API}: column_defaults has {len(column_defaults)} entries for "
                          f"{len(column_names)} columns.\nFix: give one default per (selected) column.")
