@@ -32,16 +32,8 @@ SURFACE = json.loads((pathlib.Path(__file__).parent / "tf_api_surface_2.21.json"
 ENTRIES = {name: entry for name, entry in SURFACE.items() if not name.startswith("_")}
 TABLE_HEADING = "## TensorFlow names we do not have"
 
-# The tf.data names are being added by the data work now; the lead removes this mark when it is done.
-_DATA_IN_PROGRESS = {"tf.data", "tf.data.experimental", "tf.data.Dataset", "tf.data.Options", "tf.data.Iterator"}
-
-
 def _entry_params() -> list[object]:
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(strict=False, reason="data helpers in progress"))
-        if name in _DATA_IN_PROGRESS else name
-        for name in ENTRIES
-    ]
+    return list(ENTRIES)
 
 
 def table_rows() -> dict[str, str]:
@@ -133,13 +125,7 @@ def test_every_tensorflow_name_exists_or_is_in_the_table(entry, namespace):
 
 
 def _row_params() -> list[object]:
-    params = []
-    for name in table_rows():
-        owner = _tables_entry(name)
-        data = owner is not None and owner[0] in _DATA_IN_PROGRESS
-        params.append(pytest.param(name, marks=pytest.mark.xfail(strict=False, reason="data helpers in progress"))
-                      if data else name)
-    return params
+    return list(table_rows())
 
 
 @pytest.mark.parametrize("tf_name", _row_params())
