@@ -121,3 +121,17 @@ def test_names_we_do_not_have_raise_with_the_reason_and_the_fix(name):
     placeholder = getattr(module, name.rsplit(".", 1)[1])
     with pytest.raises(NotImplementedError, match=f"(?s){name} has no counterpart in tpustrategy: .*Use instead: "):
         placeholder.SomeClass  # noqa: B018
+
+
+def test_replicas_returning_different_structures_raise_an_assertion_error_as_tensorflow():
+    s = _s(2)
+
+    def step():
+        rid = int(tps.get_replica_context().replica_id_in_sync_group)  # concrete: the eager path
+        return (1.0,) if rid == 0 else (1.0, 2.0)
+
+    with pytest.warns(UserWarning), pytest.raises(AssertionError, match="different structures"):
+        s.run(step)
+    from tpustrategy._src.errors import ReplicaStructureError  # also the ValueError raised before
+
+    assert issubclass(ReplicaStructureError, ValueError)

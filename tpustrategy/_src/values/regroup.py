@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.errors import ReplicaStructureError
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
 
@@ -38,7 +39,7 @@ def regroup(per_replica: Sequence[Any], mirrored_ids: Any = None) -> Any:
     for i, tree in enumerate(per_replica[1:], start=1):
         flat, other = flatten(tree)
         if other != treedef:
-            raise ValueError(
+            raise ReplicaStructureError(
                 "Replicas returned different structures: replica 0 returned "
                 f"{treedef}, replica {i} returned {other}. Every replica must return the "
                 "same structure."
