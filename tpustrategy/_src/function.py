@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpustrategy._src import config
+from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
 from tpustrategy._src.variables import frames
@@ -32,7 +33,7 @@ def _in_trace_or_replica() -> bool:
     if frames.current() is not None:
         return True
     entry = context.current_entry()
-    return entry is not None and entry.replica_context is not None and not entry.replica_context._is_default
+    return entry is not None and entry.replica_context is not None and not contracts.is_default(entry.replica_context)
 
 
 class Function:

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tpustrategy._src.context import contracts
+
 CROSS_REPLICA_ERROR = (
     "Method requires being in cross-replica context, use get_replica_context().merge_call()\n"
     "(Called inside a replica function: strategy.run, strategy.reduce and strategy.scope belong "
@@ -74,16 +76,16 @@ def require_cross_replica_or_default(strategy: Any, api: str) -> None:
     entry = current_entry()
     if entry is None:
         return
-    if entry.replica_context is not None and not getattr(entry.replica_context, "_is_default", False):
+    if entry.replica_context is not None and not contracts.is_default(entry.replica_context):
         raise RuntimeError(CROSS_REPLICA_ERROR)
-    if entry.strategy is not strategy and not getattr(entry.strategy, "_is_default", False):
+    if entry.strategy is not strategy and not contracts.is_default(entry.strategy):
         raise mixing_error(entry.strategy, strategy)
 
 
 def has_strategy() -> bool:
     """True inside a non-default strategy's scope or replica function."""
     entry = current_entry()
-    return entry is not None and not getattr(entry.strategy, "_is_default", False)
+    return entry is not None and not contracts.is_default(entry.strategy)
 
 
 def in_cross_replica_context() -> bool:

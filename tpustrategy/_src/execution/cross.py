@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import entry, host_values, outputs, pulls, signature, trace
 from tpustrategy._src.execution.entry import name_of
 from tpustrategy._src.execution.program import Placement, Program, split_flags
@@ -168,7 +169,7 @@ class CrossFunction:
     def _compile(self, traced: trace.Traced, inputs: signature.Inputs,
                  pulled: dict[Any, list[signature.Inputs]]) -> Program:
         closed = traced.closed
-        strategy = next((s for s in traced.strategies if not getattr(s, "_is_default", False)), None)
+        strategy = next((s for s in traced.strategies if not contracts.is_default(s)), None)
         extra_split = []
         for source, count in traced.pull_layout:
             for batch in pulled.get(source, [])[:count]:
@@ -199,7 +200,7 @@ def _pulls_nothing(found: _Entry) -> bool:
 
 
 def _distinct_strategies(strategies: list[Any]) -> list[Any]:
-    return [s for s in dict.fromkeys(strategies) if not getattr(s, "_is_default", False)]
+    return [s for s in dict.fromkeys(strategies) if not contracts.is_default(s)]
 
 
 def _spans_several_device_sets(strategies: list[Any]) -> bool:

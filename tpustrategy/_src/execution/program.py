@@ -78,9 +78,9 @@ class Placement:
     def variable_sharding(self, var: Any) -> Any:
         """Where a variable lives: split over replicas (sync-on-read), over a replica's cores
         (split with ``experimental_split_to_logical_devices``), or replicated."""
-        if var._kind == "sync_on_read":
+        if var.kind == "sync_on_read":
             return self.split
-        spec = getattr(var, "_core_spec", None)
+        spec = var.core_spec
         return NamedSharding(self.replicated.mesh, spec) if spec is not None else self.replicated
 
     def put_variable(self, var: Any) -> Any:

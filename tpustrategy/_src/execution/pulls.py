@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpustrategy._src import config
+from tpustrategy._src.context import contracts
 from tpustrategy._src.errors import OutOfRangeError
 from tpustrategy._src.execution import off_trace
 from tpustrategy._src.variables import frames
@@ -35,7 +36,7 @@ END = "end"
 
 def is_source(x: Any) -> bool:
     """Whether ``x`` is an iterator ``tps.function`` pulls batches from."""
-    return hasattr(x, "_tps_pull")
+    return contracts.is_pullable(x)
 
 
 @dataclass
@@ -143,11 +144,11 @@ class TracePulls:
 
 
 def _pull_outside_trace(iterator: Any) -> Any:
-    """``iterator._tps_pull()`` on a helper thread: JAX's trace state is per thread."""
+    """``iterator.tps_pull()`` on a helper thread: JAX's trace state is per thread."""
 
     def pull() -> Any:
         try:
-            return iterator._tps_pull()
+            return iterator.tps_pull()
         except StopIteration:
             return END
 
@@ -203,7 +204,7 @@ def prepull(sources: Sources, log: PullLog, arg_leaves: list[Any]) -> tuple[dict
         want = log.counts[source] + (1 if source in log.ended else 0)
         for _ in range(want):
             try:
-                got.append(iterator._tps_pull())
+                got.append(iterator.tps_pull())
             except StopIteration:
                 ends[source] = len(got)
                 break

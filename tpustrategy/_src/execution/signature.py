@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
@@ -85,7 +86,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _static_key(leaf: Any) -> tuple[Any, ...]:
-    if hasattr(leaf, "_tps_pull"):  # an iterator: batches are pulled from whichever one is passed
+    if contracts.is_pullable(leaf):  # an iterator: batches are pulled from whichever one is passed
         return (type(leaf), "iterator")
     try:
         hash(leaf)

@@ -131,7 +131,7 @@ class CrossView:
         return [s.aval for s in inputs.specs]
 
     def var_aval(self, var: Any) -> Any:
-        return jax.ShapeDtypeStruct(var._global_shape(), var.dtype)
+        return jax.ShapeDtypeStruct(var.global_shape, var.dtype)
 
     def make_input(self, spec: LeafSpec, leaf: Any, value: Any) -> Any:
         return wrap_cross_input(spec, leaf, value)

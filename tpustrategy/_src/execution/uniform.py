@@ -26,7 +26,7 @@ from tpustrategy._src.variables import updates
 
 
 def is_split_variable(var: Any) -> bool:
-    return var._kind == "sync_on_read"
+    return var.kind == "sync_on_read"
 
 
 def manual_axes(strategy: ReplicaStrategy) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def keep_layout(variables: list[Any], values: list[Any], mesh: Any) -> list[Any]
     """Written variables split over a replica's cores stay split (a sharding constraint)."""
     out = []
     for var, value in zip(variables, values):
-        spec = getattr(var, "_core_spec", None)
+        spec = var.core_spec
         out.append(value if spec is None else evaluate.constrain(value, spec))
     return out
 

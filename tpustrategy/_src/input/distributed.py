@@ -105,9 +105,10 @@ class _StepSource:
         traced = pulls.pull(self)
         if traced is not None:
             return traced
-        return self._tps_pull()
+        return self.tps_pull()
 
-    def _tps_pull(self) -> Any:
+    def tps_pull(self) -> Any:
+        """The next step's batch, concretely (``context.contracts.PullableIterator``)."""
         try:
             return self._prefetcher.next()[1]
         except StopIteration:

@@ -43,6 +43,11 @@ class ReplicaContext:
         return self._strategy
 
     @property
+    def is_default(self) -> bool:
+        """Whether this is the default replica context (no strategy; ``context.contracts``)."""
+        return self._is_default
+
+    @property
     def num_replicas_in_sync(self) -> int:
         """Number of replicas taking part in collectives (a Python int)."""
         return self._strategy.num_replicas_in_sync
@@ -129,7 +134,7 @@ class ReplicaContext:
 
     def experimental_logical_device(self, logical_device_id: int) -> Any:
         """Accepted and validated: under SPMD partitioning XLA places the replica's work on its cores."""
-        return self._strategy._logical_device_scope(logical_device_id)
+        return self._strategy.logical_device_scope(logical_device_id)
 
     # Subclass hooks --------------------------------------------------------------
     def _all_reduce_leaves(self, op: ReduceOp, leaves: list[Any]) -> list[Any]:
@@ -201,6 +206,22 @@ class EagerReplicaContext(ReplicaContext):
         self._local_id = local_id
         self._device = device
         self._rendezvous = rendezvous
+
+    # ``context.contracts.EagerReplicaContract``.
+    @property
+    def local_replica_id(self) -> int:
+        """This thread's replica among the process's replicas (0-based)."""
+        return self._local_id
+
+    @property
+    def device(self) -> Any:
+        """This replica's device."""
+        return self._device
+
+    @property
+    def rendezvous(self) -> Any:
+        """The replica threads' meeting point."""
+        return self._rendezvous
 
     def _all_reduce_leaves(self, op: ReduceOp, leaves: list[Any]) -> list[Any]:
         self._check_current("all_reduce")

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.context import extensions
+from tpustrategy._src.context import contracts, extensions
 from tpustrategy._src.execution import dispatch, host_values
 from tpustrategy._src.execution.runner import ReplicaRunner
 from tpustrategy._src.reduce_op import canonical_reduce_op
@@ -114,6 +114,16 @@ class Strategy:
         """The global replica id of this process's first replica (0 on one process)."""
         return self._replica_offset
 
+    @property
+    def replica_devices(self) -> tuple[jax.Device, ...]:
+        """Every replica's device (its first core) over the whole job, in replica order."""
+        return self._devices
+
+    @property
+    def is_default(self) -> bool:
+        """Whether this is the default strategy (no scope entered): one replica, nothing distributed."""
+        return self._is_default
+
     # Scope ----------------------------------------------------------------------
     def scope(self) -> StrategyScope:
         """Makes this strategy current; variables created inside are mirrored.
@@ -138,7 +148,7 @@ class Strategy:
             return contextlib.nullcontext()
         return context.push(self, None)
 
-    def _logical_device_scope(self, logical_device_id: int) -> Any:
+    def logical_device_scope(self, logical_device_id: int) -> Any:
         """``ReplicaContext.experimental_logical_device`` (validated; see ``logical_devices``)."""
         from tpustrategy._src.strategy.logical_devices import logical_device_scope
 
@@ -231,7 +241,7 @@ class Strategy:
             split = self._placement_split()
             return jax.tree_util.tree_map(
                 lambda v: gather_value(v, axis, self.num_replicas_in_sync, split), value,
-                is_leaf=lambda x: isinstance(x, DistributedValues) or getattr(x, "_tps_distributed_variable", False))
+                is_leaf=lambda x: isinstance(x, DistributedValues) or contracts.is_distributed_variable(x))
 
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
         """Calls ``value_fn(ValueContext(i, R))`` for each local replica; wraps results in PerReplica."""
@@ -317,9 +327,9 @@ class StrategyScope:
         strategy = self._strategy
         entry = context.current_entry()
         if entry is not None:
-            if entry.replica_context is not None and not entry.replica_context._is_default:
+            if entry.replica_context is not None and not entry.replica_context.is_default:
                 raise RuntimeError(context.CROSS_REPLICA_ERROR)
-            if entry.strategy is not strategy and not entry.strategy._is_default:
+            if entry.strategy is not strategy and not entry.strategy.is_default:
                 raise context.mixing_error(entry.strategy, strategy)
         stack = contextlib.ExitStack()
         stack.enter_context(context.push(strategy, strategy._scope_replica_context(), is_scope=True))

@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.devices.mesh import resolve_device
 from tpustrategy._src.reduce_op import ReduceOp, canonical_reduce_op
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
@@ -202,7 +203,7 @@ def _components(value: Any) -> list[Any]:
     if isinstance(value, DistributedValues):
         return [jnp.asarray(v) for v in value.values]
     values = getattr(value, "values", None)  # a distributed variable: its local components
-    if getattr(value, "_tps_distributed_variable", False) and values is not None:
+    if contracts.is_distributed_variable(value) and values is not None:
         return [jnp.asarray(v.read_value()) for v in values]
     return [jnp.asarray(value)]
 
@@ -221,7 +222,7 @@ def _destination_devices(destinations: Any, api: str) -> tuple[Any, ...]:
         return (resolve_device(destinations, api),)
     if isinstance(destinations, DistributedValues):
         return tuple(_device_of(v) for v in destinations.values)
-    if getattr(destinations, "_tps_distributed_variable", False):
+    if contracts.is_distributed_variable(destinations):
         return tuple(_device_of(v) for v in destinations.values)
     if destinations is None:
         raise ValueError(

@@ -20,6 +20,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import host_values
 from tpustrategy._src.replica import across_processes
 from tpustrategy._src.replica.shapes import shape_mismatch_error
@@ -50,7 +51,7 @@ def gather_value(value: Any, axis: Any, num_replicas: int, split_sharding: Any) 
     The concatenation is one data-movement program (``values.movement``) whose result is
     replicated over the strategy's devices, so every process of a multi-host job can read it.
     """
-    if getattr(value, "_tps_distributed_variable", False):
+    if contracts.is_distributed_variable(value):
         value = value.read_value()
     if isinstance(value, Mirrored) or not isinstance(value, DistributedValues):
         x = jnp.asarray(value.replicated_array if isinstance(value, Mirrored) else value)

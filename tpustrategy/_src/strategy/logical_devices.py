@@ -30,12 +30,13 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.values.mesh_axis import CORE_AXIS
 from tpustrategy._src.variables import frames
 
 
 def _is_variable(x: Any) -> bool:
-    return hasattr(x, "_kind") and hasattr(x, "read_value") and hasattr(x, "_value")
+    return contracts.is_distributed_variable(x) or (hasattr(x, "kind") and hasattr(x, "read_value") and hasattr(x, "core_spec"))
 
 
 def _check_dimensions(strategy: Any, shape: tuple[int, ...], partition_dimensions: Any) -> list[int]:
@@ -99,18 +100,18 @@ def _apply(strategy: Any, x: Any, spec: P) -> Any:
 
         return evaluate.annotate(x, spec)
     if _is_variable(x):
-        if x._kind == "sync_on_read":
+        if x.kind == "sync_on_read":
             raise ValueError(
                 f"experimental_split_to_logical_devices: {x.name!r} is a sync-on-read variable (one copy per "
                 "replica); only mirrored variables can be laid out over a replica's cores."
             )
-        x._core_spec = spec
+        x.core_spec = spec
         x._value = jax.device_put(x._value, sharding)
         return x
     if isinstance(x, jax.core.Tracer) or frames.current() is not None:
         return jax.lax.with_sharding_constraint(x, sharding)
     entry_ctx = _replica_context()
-    if entry_ctx is not None and hasattr(entry_ctx, "_rendezvous"):
+    if entry_ctx is not None and isinstance(entry_ctx, contracts.EagerReplicaContract):
         return x  # the eager path runs each replica on one device
     return jax.device_put(x, sharding)
 

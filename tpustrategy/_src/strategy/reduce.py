@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import host_values
 from tpustrategy._src.reduce_op import ReduceOp
 from tpustrategy._src.replica import across_processes
@@ -69,7 +70,7 @@ def reduce_value(op: ReduceOp, value: Any, axis: Any, num_replicas: int, split_s
             return jnp.asarray(host_values.evaluate_captured(
                 lambda: _reduce_per_replica(op, value, axis, num_replicas, split_sharding)))
         return _reduce_per_replica(op, value, axis, num_replicas, split_sharding)
-    if getattr(value, "_tps_distributed_variable", False):
+    if contracts.is_distributed_variable(value):
         return _reduce_plain(op, value.read_value(), axis, num_replicas)
     return _reduce_plain(op, value, axis, num_replicas)
 

@@ -14,12 +14,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.errors import ReplicaStructureError
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
 
 def _is_leaf(x: Any) -> bool:
-    return isinstance(x, DistributedValues) or getattr(x, "_tps_distributed_variable", False)
+    return isinstance(x, DistributedValues) or contracts.is_distributed_variable(x)
 
 
 def flatten(tree: Any) -> tuple[list[Any], Any]:
@@ -71,8 +72,8 @@ def select_replica(replica_id: int, structure: Any, split_variables: bool = Fals
     def pick(x: Any) -> Any:
         if isinstance(x, DistributedValues):
             return x.values[replica_id]
-        if split_variables and getattr(x, "_tps_distributed_variable", False):
-            return x._local_components()[replica_id]
+        if split_variables and contracts.is_distributed_variable(x):
+            return x.local_components()[replica_id]
         return x
 
     return jax.tree_util.tree_map(pick, structure, is_leaf=_is_leaf)
@@ -108,7 +109,7 @@ def local_results(value: Any, num_local: int) -> tuple[Any, ...]:
     """
     if isinstance(value, DistributedValues):
         return tuple(value.values)
-    if getattr(value, "_tps_distributed_variable", False):
+    if contracts.is_distributed_variable(value):
         return tuple(value.values)
     if isinstance(value, (list, tuple, dict)):
         return tuple(select_replica(i, value, split_variables=True) for i in range(num_local))

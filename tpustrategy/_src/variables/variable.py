@@ -203,7 +203,7 @@ class Variable(metaclass=_VariableMeta):
                 "is not supported, please use a different aggregation or dtype"
                 f" (variable {base!r} has dtype {self._dtype})."
             )
-        mesh = strategy._mesh
+        mesh = strategy.mesh
         self._initial = None if self._pending_init else np.asarray(value)
         if self._sync is VariableSynchronization.ON_READ:
             self._kind = SYNC_ON_READ
@@ -271,6 +271,34 @@ class Variable(metaclass=_VariableMeta):
         """The strategy the variable was created under (None for a plain variable)."""
         return self._strategy
 
+    @property
+    def is_distributed_variable(self) -> bool:
+        """Whether the variable was created under a strategy (``context.contracts``)."""
+        return self._tps_distributed_variable
+
+    @property
+    def kind(self) -> str:
+        """``"mirrored"``, ``"sync_on_read"`` or ``"plain"`` (how the variable is stored)."""
+        return self._kind
+
+    @property
+    def core_spec(self) -> Any:
+        """The ``PartitionSpec`` over a replica's cores when split to logical devices, else None."""
+        return getattr(self, "_core_spec", None)
+
+    @core_spec.setter
+    def core_spec(self, spec: Any) -> None:
+        self._core_spec = spec
+
+    @property
+    def global_shape(self) -> tuple[int, ...]:
+        """The shape of the variable's one global array (``[R, ...]`` when sync-on-read)."""
+        return self._global_shape()
+
+    def local_components(self) -> tuple[Any, ...]:
+        """One array per local replica (``experimental_local_results``)."""
+        return self._local_components()
+
     def _global_shape(self) -> tuple[int, ...]:
         if self._kind == SYNC_ON_READ:
             return (self._strategy.num_replicas_in_sync,) + self._shape
@@ -298,7 +326,7 @@ class Variable(metaclass=_VariableMeta):
             return (self._value,)
         from tpustrategy._src.variables.component import ReplicaComponent
 
-        offset = self._strategy._replica_offset
+        offset = self._strategy.first_local_replica
         count = len(self._local_components())
         return tuple(ReplicaComponent(self, i, offset + i) for i in range(count))
 
