@@ -6,14 +6,16 @@ constant, and a data file copied in from another checkpoint passes), so every
 array saved gets a 64-bit fingerprint of its bytes, recorded in the manifest
 and checked after it is read back, before any object changes.
 
-The fingerprint is two position-weighted sums over the array's bytes in
-C order, ``sum_i (byte_i + 1) * h_k(i)  (mod 2**32)`` with odd weights
-``h_k(i)`` from a 32-bit mixer: a single changed byte always changes it, and
-moved, swapped or foreign data almost surely does. Being a sum, XLA computes
-it on the array where it lies, however it is sharded (8 replicas or 4, one
-process or several), without gathering it; NumPy arrays go through the same
-program as raw bytes (so 64-bit values are checked exactly with 64-bit types
-off).
+The fingerprint is two position-weighted sums over the array's words in
+C order, ``sum_i (word_i + 1) * h_k(i)  (mod 2**32)`` with odd weights
+``h_k(i)`` from a 32-bit mixer, where the words are the elements' bits
+(types of 4 bytes or more: their 32-bit little-endian words; 1- and 2-byte
+types: each element): a single changed word always changes it, and moved,
+swapped or foreign data almost surely does. Being a sum, XLA computes it on
+the array where it lies, however it is sharded (8 replicas or 4, one
+process or several), without gathering it; a replicated array is summed on
+one of its copies. NumPy arrays go through the same program as raw words (so
+64-bit values are checked exactly with 64-bit types off).
 """
 
 from __future__ import annotations
@@ -40,16 +42,20 @@ def _mix(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
-def _bytes_of(x: jax.Array) -> jax.Array:
+_WORD = {1: jnp.uint8, 2: jnp.uint16}
+
+
+def _words_of(x: jax.Array) -> jax.Array:
     if x.dtype == jnp.bool_:
         return x.astype(jnp.uint8)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         x = jnp.stack([jnp.real(x), jnp.imag(x)], axis=-1)
-    return lax.bitcast_convert_type(x, jnp.uint8)  # wider types: a trailing axis of their bytes
+    # 8-byte types: a trailing axis of their two 32-bit words, low word first (as in memory)
+    return lax.bitcast_convert_type(x, _WORD.get(x.dtype.itemsize, jnp.uint32))
 
 
 def _one(x: jax.Array) -> jax.Array:
-    data = _bytes_of(x).astype(jnp.uint32) + jnp.uint32(1)
+    data = _words_of(x).astype(jnp.uint32) + jnp.uint32(1)
     shape = data.shape
     index = jnp.zeros(shape, jnp.uint32)
     stride = 1
@@ -79,7 +85,15 @@ def _host_view(value: Any) -> np.ndarray | None:
     host = np.ascontiguousarray(np.asarray(value))
     if not _supported(host.dtype):
         return None
-    return host.reshape(-1).view(np.uint8)
+    size = host.dtype.itemsize
+    return host.reshape(-1).view(np.uint8 if size == 1 else np.uint16 if size == 2 else np.uint32)
+
+
+def _one_copy(value: jax.Array) -> jax.Array:
+    """A replicated array's copy on one device (every copy is the same); others as they are."""
+    if value.sharding.is_fully_replicated and len(value.sharding.device_set) > 1:
+        return value.addressable_shards[0].data
+    return value
 
 
 def compute(values: dict[str, Any]) -> dict[str, str | None]:
@@ -94,6 +108,7 @@ def compute(values: dict[str, Any]) -> dict[str, str | None]:
     cpu = jax.devices("cpu")[0]
     for name, value in values.items():
         if isinstance(value, jax.Array) and _supported(value.dtype):
+            value = _one_copy(value)
             key = tuple(sorted((d.platform, d.id) for d in value.sharding.device_set))
             groups.setdefault(key, []).append((name, value))
             continue

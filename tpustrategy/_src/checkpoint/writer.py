@@ -16,6 +16,7 @@ array's content fingerprint (``fingerprint``) goes into the manifest.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -196,7 +197,7 @@ def write(graph: Graph, path: str, *, numbered: bool, number: int | None, save_c
     multihost.sync(api, "preparing the checkpoint folder", error)
     manifest = {"numbered": numbered, "number": number, "save_counter": save_counter,
                 "process_count": count, "objects": objects, "fingerprints": fingerprints,
-                "versions": _versions()}
+                "versions": dict(_versions())}
     try:
         try:
             files.write_json(os.path.join(tmp, files.iterator_file(index, count)),
@@ -275,6 +276,7 @@ def _copy_for(source: str, path: str, api: str) -> None:
         raise _fail(api, "copying the chief's checkpoint to", path, e) from e
 
 
+@functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str | None]:
     from importlib import metadata
 
