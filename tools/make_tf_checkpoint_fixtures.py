@@ -230,7 +230,7 @@ def tf_keras2() -> None:
     tf.random.set_seed(0)
     model = tf_keras.Sequential([tf_keras.layers.Dense(4, activation="relu", input_shape=(3,)),
                                  tf_keras.layers.Dense(2)])
-    optimizer = tf_keras.optimizers.Adam(0.01)
+    optimizer = tf_keras.optimizers.legacy.Adam(0.01)  # slot variables: .OPTIMIZER_SLOT keys
     model.compile(optimizer=optimizer, loss="mse")
     x = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
     model.fit(x, np.ones((4, 2), np.float32), epochs=1, batch_size=2, verbose=0)
