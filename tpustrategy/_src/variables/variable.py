@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
@@ -40,10 +41,10 @@ MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
 class _VariableMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = updates._replica_context()
-        if ctx is not None and hasattr(ctx, "_rendezvous"):
+        if isinstance(ctx, contracts.EagerReplicaContract):
             # Eager path: replica 0 creates the variable; every replica shares it (as in TF).
-            made = super().__call__(*args, **kwargs) if ctx._local_id == 0 else None
-            return ctx._rendezvous.exchange(ctx._local_id, "create_variable", made)[0]
+            made = super().__call__(*args, **kwargs) if ctx.local_replica_id == 0 else None
+            return ctx.rendezvous.exchange(ctx.local_replica_id, "create_variable", made)[0]
         frame = frames.current()
         if frame is not None:
             reused = frame.next_created()
