@@ -23,6 +23,8 @@ from tpustrategy._src.input.input_context import InputOptions, InputReplicationM
 from tpustrategy._src.input.prefetch import Prefetcher
 from tpustrategy._src.values.distributed import PerReplica
 
+_SPLIT_KEY = "tps_split_element"  # an iterator state taken in the middle of a split element
+
 NEXT_IN_REPLICA_ERROR = (
     "next(iterator) should be called from outside of replica_fn. e.g. "
     "strategy.run(replica_fn, args=(next(iterator),))"
@@ -193,6 +195,10 @@ class DistributedIterator(_StepSource, interfaces.DistributedIterator):
     def __init__(self, dataset: DistributedDataset):
         self._ds = dataset
         self._host = iter(dataset._plan.dataset)
+        # An element split over several steps (no batch() with per-pipeline input): the rest of its steps.
+        self._pending: list[tuple[list[Any], Any]] = []
+        self._element_state: Any = None
+        self._taken = 0
         super().__init__(dataset._strategy, dataset._options, coordinate=dataset._plan.num_pipelines > 1)
         self._first_replica = dataset._pipeline_id * dataset._num_local
 
@@ -202,9 +208,17 @@ class DistributedIterator(_StepSource, interfaces.DistributedIterator):
         return self._ds.element_spec
 
     def _host_state(self) -> Any:
+        if self._pending:  # in the middle of an element split over several steps
+            return {_SPLIT_KEY: {"before": self._element_state, "taken": self._taken}}
         return self._host.get_state()
 
     def _set_host_state(self, state: Any) -> None:
+        self._pending = []
+        if isinstance(state, dict) and _SPLIT_KEY in state:
+            self._host.set_state(state[_SPLIT_KEY]["before"])
+            for _ in range(int(state[_SPLIT_KEY]["taken"])):
+                self._next_pieces()
+            return
         self._host.set_state(state)
 
     def _empty_pieces(self) -> list[Any]:
@@ -224,12 +238,20 @@ class DistributedIterator(_StepSource, interfaces.DistributedIterator):
         return rule, sizes_of
 
     def _next_pieces(self) -> tuple[list[Any], Any]:
+        if self._pending:
+            self._taken += 1
+            return self._take(self._pending.pop(0))
         while True:
+            before = self._host.get_state()
             element = next(self._host)
-            result = self._ds._pieces_of(element)
-            if result is not None:
-                self._pulled_batch = _leading(element)
-                return result
+            steps = self._ds._steps_of(element)
+            if steps:
+                self._pending, self._element_state, self._taken = steps[1:], before, 1
+                return self._take(steps[0])
+
+    def _take(self, step: tuple[list[Any], Any]) -> tuple[list[Any], Any]:
+        self._pulled_batch = sum(max(_leading(p[0] if isinstance(p, tuple) else p), 0) for p in step[0])
+        return step
 
 
 class DistributedDataset(interfaces.DistributedDataset):
@@ -270,6 +292,26 @@ class DistributedDataset(interfaces.DistributedDataset):
         self._plan = autoshard.plan(dataset, num_pipelines, pipeline_id, n)
 
     # Splitting -----------------------------------------------------------------------------
+    def _steps_of(self, element: Any) -> list[tuple[list[Any], Any]]:
+        """The steps one element of this pipeline makes: usually one (or none, when dropped).
+
+        Without a ``batch()`` to resize, a pipeline that reads its own data (OFF,
+        FILE or HINT sharding over several pipelines) has its elements split as
+        TensorFlow's legacy rebatching does: each element into one piece per
+        replica of the job, this pipeline's replicas taking ``local`` consecutive
+        pieces per step — so one element makes ``num_pipelines`` steps.
+        """
+        plan, n, local = self._plan, self._num_replicas, self._num_local
+        if plan.mode != "local" or plan.global_batch is not None or n == 1 or plan.num_pipelines == 1:
+            result = self._pieces_of(element)
+            return [] if result is None else [result]
+        b = split.batch_size_of(split.leaves_with_paths(element), "experimental_distribute_dataset", n)
+        pieces = split.split_element(element, split.piece_sizes(b, n))
+        if self._options.partial_batch == "pad":
+            static = -(-b // n)
+            pieces = [split.pad_piece(p, static) for p in pieces]
+        return [(pieces[k * local:(k + 1) * local], None) for k in range(plan.num_pipelines)]
+
     def _pieces_of(self, element: Any) -> tuple[list[Any], Any] | None:
         plan, n, local = self._plan, self._num_replicas, self._num_local
         api = "experimental_distribute_dataset"
