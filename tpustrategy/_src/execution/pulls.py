@@ -160,7 +160,7 @@ def _placeholder(batch: Any) -> Any:
     import jax.numpy as jnp
 
     from tpustrategy._src.execution import signature
-    from tpustrategy._src.execution.trace import wrap_cross_input
+    from tpustrategy._src.execution.signature import wrap_cross_input
 
     inputs = signature.classify(batch)
     return inputs.rebuild(inputs.arrays,

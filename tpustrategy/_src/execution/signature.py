@@ -24,7 +24,7 @@ import numpy as np
 
 from tpustrategy._src.context import contracts
 from tpustrategy._src.values import regroup
-from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
 STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirrored"
 Shape = tuple[int, ...]
@@ -79,6 +79,16 @@ class Inputs:
                 spec, value = next(it)
                 out.append(make(spec, leaf, value))
         return jax.tree_util.tree_unflatten(self.treedef, out)
+
+
+def wrap_cross_input(spec: LeafSpec, leaf: Any, value: Any) -> Any:
+    """A traced input as cross-replica code sees it: the distributed value it came from."""
+    if spec.kind == MIRRORED:
+        return Mirrored.from_replicated(value, leaf.num_replicas)
+    if spec.kind == PER_REPLICA:
+        cls = type(leaf) if isinstance(leaf, DistributedValues) else PerReplica
+        return cls.from_stacked(value, spec.shapes)
+    return value
 
 
 def _is_array(x: Any) -> bool:

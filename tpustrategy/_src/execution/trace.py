@@ -32,9 +32,13 @@ from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import outputs
 from tpustrategy._src.execution import pulls as pulls_lib
 from tpustrategy._src.execution.protocol import ReplicaStrategy
-from tpustrategy._src.execution.signature import MIRRORED, PER_REPLICA, Inputs, LeafSpec
+from tpustrategy._src.execution.signature import (
+    Inputs,
+    LeafSpec,
+    wrap_cross_input,
+)
 from tpustrategy._src.values import regroup
-from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
 
@@ -68,16 +72,6 @@ class TraceState:
     known_vars: list[Any] = field(default_factory=list)
     created: list[Any] = field(default_factory=list)
     sources: pulls_lib.Sources = field(default_factory=pulls_lib.Sources)
-
-
-def wrap_cross_input(spec: LeafSpec, leaf: Any, value: Any) -> Any:
-    """A traced input as cross-replica code sees it: the distributed value it came from."""
-    if spec.kind == MIRRORED:
-        return Mirrored.from_replicated(value, leaf.num_replicas)
-    if spec.kind == PER_REPLICA:
-        cls = type(leaf) if isinstance(leaf, DistributedValues) else PerReplica
-        return cls.from_stacked(value, spec.shapes)
-    return value
 
 
 class ReplicaView:

@@ -58,7 +58,7 @@ class Optional:
 
 def _check_not_in_replica() -> None:
     entry = context.current_entry()
-    if entry is not None and entry.replica_context is not None and not entry.replica_context._is_default:
+    if entry is not None and entry.replica_context is not None and not entry.replica_context.is_default:
         raise ValueError(NEXT_IN_REPLICA_ERROR)
 
 

@@ -41,7 +41,7 @@ def group(strategy: Any, pieces: list[Any], fetch_to_device: bool, whole: Any = 
         piece = pieces[0]
         if not fetch_to_device:
             return piece
-        device = strategy._local_devices[0]
+        device = strategy.worker_devices[0]
         return jax.tree_util.tree_map(lambda x: _put_one(x, device), piece)
     leaves_per = [jax.tree_util.tree_flatten(p) for p in pieces]
     treedef = leaves_per[0][1]
@@ -71,9 +71,9 @@ def _group_leaf(strategy: Any, column: list[Any], fetch: bool, whole: Any, first
     shapes = {c.shape for c in column}
     n_local = len(column)
     simulated = jax.process_count() == 1 and n_local != strategy.num_replicas_in_sync
-    sharding = NamedSharding(strategy._mesh, P(REPLICA_AXIS))
+    sharding = NamedSharding(strategy.mesh, P(REPLICA_AXIS))
     if simulated:
-        devices = strategy._devices[first_replica:first_replica + n_local]
+        devices = strategy.replica_devices[first_replica:first_replica + n_local]
         return PerReplica([jax.device_put(c, d) for c, d in zip(column, devices)])
     if global_sizes is not None or len(shapes) > 1:
         # A ragged step: one zero-padded [R, ...] array that keeps every replica's true shape.
