@@ -108,3 +108,25 @@ def test_threads_and_soft_placement_are_recorded_and_frozen_after_start():
 def test_connect_to_host_needs_a_host():
     with pytest.raises(ValueError, match="Must provide at least one remote_host"):
         tps.config.experimental_connect_to_host()
+
+
+def test_connect_resolves_connects_and_initializes_the_tpu_system_in_that_order(monkeypatch):
+    from tpustrategy._src.cluster import connect
+
+    calls = []
+    monkeypatch.setattr(connect, "experimental_connect_to_cluster", lambda r: calls.append(("connect", r)))
+    monkeypatch.setattr(connect, "initialize_tpu_system", lambda r: calls.append(("initialize", r)))
+    resolver = tps.cluster_resolver.TPUClusterResolver.connect("grpc://10.0.0.2:8470,grpc://10.0.0.3:8470")
+    assert isinstance(resolver, tps.cluster_resolver.TPUClusterResolver)
+    assert calls == [("connect", resolver), ("initialize", resolver)]
+    assert resolver.cluster_spec().as_dict() == {"worker": ["10.0.0.2:8470", "10.0.0.3:8470"]}
+
+
+def test_connect_to_host_connects_to_a_one_job_cluster_of_the_hosts(monkeypatch):
+    from tpustrategy._src.cluster import connect
+
+    seen = {}
+    monkeypatch.setattr(connect, "experimental_connect_to_cluster",
+                        lambda spec, job_name: seen.update(spec=spec.as_dict(), job=job_name))
+    tps.config.experimental_connect_to_host(["h0:2222", "h1:2222"], job_name="worker")
+    assert seen == {"spec": {"worker": ["h0:2222", "h1:2222"]}, "job": "worker"}
