@@ -124,3 +124,18 @@ def test_union_merges_a_sparse_job_by_index_and_refuses_an_index_given_twice():
         tps.cluster_resolver.UnionResolver(clash, lists).cluster_spec()
     assert tps.cluster_resolver.UnionResolver(lists, lists).cluster_spec().as_dict() == {
         "worker": ["x0:1", "x1:1", "x0:1", "x1:1"]}
+
+
+def test_with_sigterms_default_action_the_watcher_still_ends_the_process():
+    import subprocess
+    import sys
+
+    code = ("import os, signal, tpustrategy as tps\n"
+            "w = tps.experimental.PreemptionWatcher()\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "import time; time.sleep(30)\n"
+            "raise SystemExit(3)\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, timeout=120, capture_output=True, text=True)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert "preemption notice (SIGTERM) received by process 0" in done.stderr
