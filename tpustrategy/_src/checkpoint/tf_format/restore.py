@@ -73,7 +73,16 @@ def _fit(value: np.ndarray, dtype: np.dtype, shape: tuple[int, ...], key: str, a
     if value.dtype == dtype:
         return value
     if _NARROW.get(value.dtype) == dtype:
-        return value.astype(dtype)
+        if dtype.kind in "iu" and value.size:
+            info = np.iinfo(dtype)
+            if value.min() < info.min or value.max() > info.max:
+                raise ValueError(
+                    f"{api}: {key!r} holds {value.dtype} values outside {dtype} (from {value.min()} to "
+                    f"{value.max()}), and 64-bit types are off, so the object restored into is {dtype}."
+                    "\nFix: jax.config.update('jax_enable_x64', True) before creating the objects, "
+                    "or leave this object out.")
+        with np.errstate(over="ignore"):  # float64 beyond float32's range becomes +-inf, as a cast does
+            return value.astype(dtype)
     raise ValueError(
         f"{api}: {key!r} was saved with dtype {value.dtype}, but the object restored into has dtype "
         f"{dtype}.\nFix: create it with dtype {value.dtype} (with 64-bit types off, its 32-bit form).")
