@@ -130,3 +130,22 @@ def test_connect_to_host_connects_to_a_one_job_cluster_of_the_hosts(monkeypatch)
                         lambda spec, job_name: seen.update(spec=spec.as_dict(), job=job_name))
     tps.config.experimental_connect_to_host(["h0:2222", "h1:2222"], job_name="worker")
     assert seen == {"spec": {"worker": ["h0:2222", "h1:2222"]}, "job": "worker"}
+
+
+def test_hiding_the_gpus_before_jax_starts_leaves_only_the_cpu_backend():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import jax, tpustrategy as tps\n"
+            "tps.config.set_visible_devices([], 'GPU')\n"
+            "print(jax.config.jax_platforms, [d.device_type for d in tps.config.get_visible_devices()],\n"
+            "      {d.platform for d in jax.devices()})\n"
+            "try:\n"
+            "    tps.config.set_visible_devices([], 'CPU')\n"
+            "except RuntimeError as e:\n"
+            "    print('refused after start')\n")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, timeout=120, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["cpu ['CPU'] {'cpu'}", "refused after start"]
