@@ -223,3 +223,10 @@ def test_the_index_table_reads_back_and_rejects_unsorted_keys():
         footer = wire.varint(0) + wire.varint(0) + wire.varint(index_offset) + wire.varint(len(index_contents))
         footer += b"\0" * (40 - len(footer)) + sstable.struct.pack("<Q", sstable.MAGIC)
         sstable.read_table(table + footer)
+
+
+def test_a_checkpoint_without_values_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="holds no values to write"):
+        tps.train.Checkpoint().write(str(tmp_path / "x"), format="tensorflow")
+    with pytest.raises(TypeError, match="no TensorFlow checkpoint counterpart"):
+        bundle.dtype_code(np.dtype("datetime64[s]"))
