@@ -207,3 +207,29 @@ def test_a_different_keras_architecture_is_refused():
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5), keras.layers.Dense(2)])
     with pytest.raises(ValueError, match=r"was saved with shape \(3, 4\).*has shape \(3, 5\)"):
         tps.train.Checkpoint(model=model).restore(os.path.join(FIXTURES, "keras3", "ckpt-1"))
+
+
+def test_a_keras_adam_state_restores_into_tps_optimizers_adam():
+    pytest.importorskip("optax")
+    expected = _expected("keras3")
+    shapes = [np.asarray(w).shape for w in expected["weights"]]
+    variables = [tps.Variable(np.zeros(s, np.float32)) for s in shapes]
+    optimizer = tps.optimizers.Adam(0.01)
+    optimizer.build(variables)
+    status = tps.train.Checkpoint(optimizer=optimizer).restore(os.path.join(FIXTURES, "keras3", "ckpt-1"))
+    status.assert_existing_objects_matched()
+    for var, want in zip(variables, expected["weights"]):  # Keras's _trainable_variables/i
+        np.testing.assert_array_equal(var.numpy(), want)
+    saved = {path.rsplit("/", 1)[-1]: np.asarray(v) for path, v in expected["optimizer_variables"]}
+    names = ["sequential_dense_kernel", "sequential_dense_bias", "sequential_dense_1_kernel",
+             "sequential_dense_1_bias"]
+    slots = [(str(v.name), v) for v in optimizer.variables[1:]]
+    mus = [v for n, v in slots if "/mu/" in n]
+    nus = [v for n, v in slots if "/nu/" in n]
+    assert len(mus) == len(nus) == 4
+    for name, mu, nu in zip(names, mus, nus):
+        np.testing.assert_array_equal(mu.numpy(), saved[name + "_momentum"])
+        np.testing.assert_array_equal(nu.numpy(), saved[name + "_velocity"])
+    assert int(optimizer.iterations.numpy()) == expected["iterations"]
+    count = [v for n, v in slots if n.split(":")[0].endswith("/count")]
+    assert [int(c.numpy()) for c in count] == [expected["iterations"]]

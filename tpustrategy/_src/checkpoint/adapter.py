@@ -152,6 +152,7 @@ def set_variable(var: Any, value: Any) -> None:
 
 # Optimizers --------------------------------------------------------------------------------
 _VAR_LIST = "_var_list"
+VAR_LIST = _VAR_LIST  # the attribute holding an optimizer's variables (tf_format.restore)
 
 
 def unbuilt_optimizer(x: Any) -> bool:

@@ -10,7 +10,11 @@ that holds a ``VARIABLE_VALUE`` and found an object gets its value:
   checkpoints do: SUM on the first replica, else on every replica);
 - a NumPy array (written in place), a ``jax.Array`` or a Python number in a
   dict, list, attribute or this Checkpoint: replaced by the saved value;
-- ``save_counter``: the Checkpoint's counter.
+- ``save_counter``: the Checkpoint's counter;
+- a built ``tps.optimizers.Adam`` where a Keras 3 Adam was saved: its optax
+  ``mu`` / ``nu`` / ``count`` get Keras's ``_momentums`` / ``_velocities`` /
+  ``_iterations`` (the same quantities; other optimizers match by attribute
+  name only, ``_iterations``).
 
 The saved dtype must be the variable's, or its 64-bit form when JAX's
 64-bit types are off (int64 -> int32, float64 -> float32, ...: the value is
@@ -138,6 +142,7 @@ def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
     nodes = object_graph.read_object_graph(reader, api)
     found = object_graph.match(nodes, ckpt)
     parents = _parents(nodes, found)
+    extra = _keras_adam_into_optax(nodes, found)
     root_children = dict(nodes[0].children)
     counter_node = root_children.get("save_counter")
     actions: list[Callable[[], None]] = []
@@ -163,12 +168,50 @@ def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
             actions.append(action)
             matched.append(key)
             matched_ids.add(_underlying(obj))
+    for count_var, node_id in extra:  # an optax Adam's step count: the Keras optimizer's iterations
+        key = nodes[node_id].attributes[0].checkpoint_key if nodes[node_id].attributes else None
+        if key in reader.entries:
+            actions.append(_plan(count_var, None, reader.get(key), key, api))
+            matched_ids.add(_underlying(count_var))
     for action in actions:
         action()
     graph = ckpt._graph(api, restoring=True)
     missing = [key for key, entry in graph.entries.items()
                if entry.kind == "variable" and _underlying(entry.obj) not in matched_ids]
     return CheckpointLoadStatus(prefix, matched, unused, missing)
+
+
+def _keras_adam_into_optax(nodes: list[Any], found: dict[int, Any]) -> list[tuple[Any, int]]:
+    """Matches a Keras 3 Adam's slots with a built ``tps.optimizers.Adam``'s optax state.
+
+    Keras's ``_momentums/i`` and ``_velocities/i`` are optax's ``mu`` and ``nu``
+    of the i-th variable (the same update rule), ``_trainable_variables/i`` the
+    i-th variable it updates; its ``_iterations`` is also optax's ``count``. Adds the slot nodes to ``found``; returns the count
+    variables with the ``_iterations`` node to restore them from.
+    """
+    import tpustrategy
+
+    optimizers = getattr(tpustrategy, "optimizers", None)
+    base = getattr(optimizers, "Optimizer", None)
+    out: list[tuple[Any, int]] = []
+    for node_id, obj in list(found.items()):
+        if base is None or not isinstance(obj, base) or not obj.built:
+            continue
+        edges = dict(nodes[node_id].children)
+        if not {"_momentums", "_velocities", "_iterations"} <= set(edges):
+            continue
+        slots = obj.variables[1:]
+        updated = list(vars(obj).get(adapter.VAR_LIST) or ())  # the variables it was built for
+        for edge, part in (("_momentums", "/mu/"), ("_velocities", "/nu/"), ("_trainable_variables", None)):
+            if edge not in edges:
+                continue
+            saved = sorted((int(n), c) for n, c in nodes[edges[edge]].children if n.isdigit())
+            mine = updated if part is None else [v for v in slots if part in str(v.name)]
+            if len(mine) == len(saved):
+                for (_, child), var in zip(saved, mine):
+                    found.setdefault(child, var)
+        out += [(v, edges["_iterations"]) for v in slots if str(v.name).split(":")[0].endswith("/count")]
+    return out
 
 
 def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
