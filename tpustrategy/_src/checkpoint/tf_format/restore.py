@@ -189,13 +189,10 @@ def _keras_adam_into_optax(nodes: list[Any], found: dict[int, Any]) -> list[tupl
     i-th variable it updates; its ``_iterations`` is also optax's ``count``. Adds the slot nodes to ``found``; returns the count
     variables with the ``_iterations`` node to restore them from.
     """
-    import tpustrategy
-
-    optimizers = getattr(tpustrategy, "optimizers", None)
-    base = getattr(optimizers, "Optimizer", None)
+    from tpustrategy._src.optimizers.optimizer import Optimizer as base
     out: list[tuple[Any, int]] = []
     for node_id, obj in list(found.items()):
-        if base is None or not isinstance(obj, base) or not obj.built:
+        if not isinstance(obj, base) or not obj.built:
             continue
         edges = dict(nodes[node_id].children)
         if not {"_momentums", "_velocities", "_iterations"} <= set(edges):
