@@ -310,8 +310,12 @@ class GradientTape:
         return allowed
 
     def _targets(self, target: Any) -> list[Any]:
-        return [jnp.asarray(t.read_value()) if _is_variable(t) else t
-                for t in jax.tree_util.tree_leaves(target, is_leaf=_is_variable)]
+        leaves = [jnp.asarray(t.read_value()) if _is_variable(t) else t
+                  for t in jax.tree_util.tree_leaves(target, is_leaf=_is_variable)]
+        if self._eager is not None:   # a watched array as the target itself is its source
+            found = [self._eager.lookup(t) for t in leaves]
+            leaves = [t if f is None else f for t, f in zip(leaves, found)]
+        return leaves
 
     def _missing_fill(self, unconnected: str) -> bool:
         frame = frames.current()
