@@ -136,8 +136,8 @@ class CrossFunction:
                 self._fast.put(self, key, made.program)
         return self._call(made, inputs, pulled)
 
-    def _run_uncompiled(self, traced: trace.Traced, pulled: dict[Any, Any], args: tuple,
-                        kwargs: dict) -> Any:
+    def _run_uncompiled(self, traced: trace.Traced, pulled: dict[Any, Any], args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> Any:
         names = ", ".join(f"{type(s).__name__} over devices {sorted(d.id for d in s.mesh.devices.flat)}"
                           for s in _distinct_strategies(traced.strategies))
         if any(pulled.values()):

@@ -46,7 +46,7 @@ def _to_device(x: Any, device: Any) -> Any:
     return x
 
 
-def run_eagerly(strategy: ReplicaStrategy, fn: Any, args: tuple, kwargs: dict) -> Any:
+def run_eagerly(strategy: ReplicaStrategy, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     devices = strategy.worker_devices
     num_local = len(devices)
     offset = strategy.first_local_replica
@@ -143,6 +143,7 @@ def place_results(strategy: ReplicaStrategy, tree: Any) -> Any:
     cores holds a copy on each of them).
     """
     placement = Placement.of(strategy)
+    assert placement is not None  # a strategy always has a placement
     mesh = strategy.mesh
     offset = strategy.first_local_replica
     n = strategy.num_replicas_in_sync

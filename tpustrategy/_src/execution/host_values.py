@@ -44,7 +44,8 @@ def evaluate_captured(compute: Callable[[], Any]) -> np.ndarray:
     same point (SPMD), so the collectives inside ``compute`` meet. The result is
     replicated, so every process reads it whole and the trace takes it as a constant.
     """
-    return off_trace.call(lambda: np.asarray(compute()), "tps-captured-value")
+    result: np.ndarray = off_trace.call(lambda: np.asarray(compute()), "tps-captured-value")
+    return result
 
 
 def agree_on_shapes(tree: Any) -> None:
@@ -79,7 +80,7 @@ def agree_on_shapes(tree: Any) -> None:
         offset += k
 
 
-class LocalResults(tuple):
+class LocalResults(tuple[Any, ...]):
     """``experimental_local_results`` of a traced value inside a multi-host ``tps.function``.
 
     The program is the same on every process, so while tracing this tuple holds

@@ -14,8 +14,9 @@ programs (and of the eager path) combine.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -113,7 +114,7 @@ class Program:
         self._in_targets = ([placement.split if s else placement.replicated for s in self.in_split]
                             if placement is not None else [])
 
-    def __call__(self, arrays: list[Any], extra: list[Any] = ()) -> Any:
+    def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
         if placement is not None:
             put_to = placement.put_to
@@ -121,7 +122,7 @@ class Program:
                       for x, t in zip(arrays, self._in_targets)]
             var_inputs = [placement.put_variable(v) for v in self.variables]
             if extra:
-                extra = [placement.put(x, s) for x, s in zip(extra, self.extra_split)]
+                extra = [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
         else:
             var_inputs = [frames.global_value(v) for v in self.variables]
         outs = self.jitted(*arrays, *var_inputs, *extra)
@@ -159,7 +160,7 @@ class Program:
             elif kind is Kind.STATIC_PER_REPLICA:
                 leaves.append(PerReplica(list(out.value)))
             elif kind is Kind.PER_REPLICA:
-                leaves.append(out.cls.from_stacked(next(it)[1], out.shapes))
+                leaves.append(cast(type[PerReplica], out.cls).from_stacked(next(it)[1], out.shapes))
             elif kind is Kind.MIRRORED:
                 leaves.append(Mirrored.from_replicated(next(it)[1], out.num_replicas))
             elif kind is Kind.VARYING:

@@ -147,13 +147,14 @@ def _branch(plan: Plan, c: int, s: int, core_mesh: Any) -> Any:
     def run(*args: Any) -> tuple[Any, ...]:
         env: dict[Key, Any] = {}
         for slot, x in zip(slots_in, args):
-            if slot.keys[c] is not None:
-                env[slot.keys[c]] = _trim_to(x, tuple(p.avals[slot.keys[c]].shape))
+            key_in = slot.keys[c]
+            if key_in is not None:
+                env[key_in] = _trim_to(x, tuple(p.avals[key_in].shape))
         for key, x in zip(seg.globals_in, args[len(slots_in):]):
             env[key] = _trim_to(x, tuple(p.avals[key].shape))
         for step in p.segments[s]:
             env.update(zip(step.outs, evaluate.bind(step.eqn, [_read(env, a) for a in step.ins], core_mesh)))
-        results = [_pad_to(env[slot.keys[c]], slot.shape) if slot.keys[c] is not None
+        results = [_pad_to(env[k], slot.shape) if (k := slot.keys[c]) is not None
                    else jnp.zeros(slot.shape, slot.dtype) for slot in seg.made]
         if s < plan.m:
             for i in seg.emitted:

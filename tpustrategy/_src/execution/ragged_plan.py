@@ -331,7 +331,7 @@ class Plan:
                 slot.keys[c] = key
         for slot in slots:
             shapes = {tuple(self.programs[c].avals[k].shape) for c, k in enumerate(slot.keys) if k is not None}
-            if len(shapes) > 1 and jax.dtypes.issubdtype(slot.dtype, jax.dtypes.extended):
+            if len(shapes) > 1 and jax.numpy.issubdtype(slot.dtype, jax.dtypes.extended):
                 raise Unsupported(f"{slot.dtype} values (e.g. PRNG keys) of different shapes {sorted(shapes)} "
                                   "are live across a collective, and they cannot be padded")
         return slots

@@ -33,6 +33,8 @@ _CACHE_SIZE = 128
 # After this many programs built for distinct function objects with the same code,
 # warn: a new lambda per call recompiles every call.
 RETRACE_WARNING_AFTER = 5
+# Errors of a trace that may become a fallback (``entry.replica_fallback``).
+_FALLBACK_ERRORS: tuple[type[BaseException], ...] = (NeedsEager, *entry.CONCRETIZATION_ERRORS)
 
 __all__ = ["NeedsEager", "ReplicaRunner", "name_of"]
 
@@ -72,7 +74,7 @@ class ReplicaRunner:
                 return self.run_eagerly(fn, args, kwargs)
             try:
                 return self.run(fn, args, kwargs, key)
-            except (NeedsEager, *entry.CONCRETIZATION_ERRORS) as e:
+            except _FALLBACK_ERRORS as e:
                 decision = entry.replica_fallback(fn, e, in_function=frames.current() is not None)
                 if decision is None:
                     raise
@@ -201,6 +203,6 @@ def _classes(inputs: signature.Inputs, n: int) -> tuple[list[tuple[Any, ...]], l
     """Groups the replicas by the shapes of their components (order of first appearance)."""
     per_replica = []
     for r in range(n):
-        per_replica.append(tuple(s.shapes[r] if s.is_ragged else s.local_shape for s in inputs.specs))
+        per_replica.append(tuple(s.shapes[r] if s.shapes is not None else s.local_shape for s in inputs.specs))
     classes = list(dict.fromkeys(per_replica))
     return classes, [classes.index(p) for p in per_replica]

@@ -10,6 +10,7 @@ equal on every replica (``invariance``) leave the program replicated
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -26,7 +27,7 @@ from tpustrategy._src.variables import updates
 
 
 def is_split_variable(var: Any) -> bool:
-    return var.kind == "sync_on_read"
+    return bool(var.kind == "sync_on_read")
 
 
 def manual_axes(strategy: ReplicaStrategy) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def local_copies(strategy: ReplicaStrategy, outs: list[Any], varying: list[bool]
 
 
 def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], out_split: list[bool],
-                  written: list[Any], copies: list[int] = ()) -> Any:
+                  written: list[Any], copies: Sequence[int] = ()) -> Any:
     """``jit(shard_map(...))`` of a per-replica ``body(local_inputs) -> outputs`` over the replica axis.
 
     Inputs split over the replicas enter as this replica's slice; outputs marked

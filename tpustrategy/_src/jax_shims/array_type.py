@@ -11,6 +11,8 @@ fast path silently steps aside and calls classify as before; ``tests/jax_shims``
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 
 
@@ -22,4 +24,5 @@ def _array_impl() -> type:
     return ArrayImpl  # type: ignore[no-any-return]
 
 
-ARRAY_IMPL: type = _array_impl()
+# Typed Any: jaxlib's ArrayImpl is untyped (a ``type`` would narrow ``x`` to ``object`` after ``type(x) is``).
+ARRAY_IMPL: Any = _array_impl()

@@ -56,7 +56,7 @@ class DistributedValues:
         self._shapes: tuple[Shape, ...] | None = None
         self._tracer = None
         self._replicated = None
-        self._num_replicas = len(values) if values is not None else None
+        self._num_replicas: int = len(values) if values is not None else 0
         self._home = None  # the replica-axis sharding of the strategy that made it
         self._local_copy = None
 
@@ -129,7 +129,7 @@ class DistributedValues:
             return (tuple(np.shape(self._replicated)),) * self._num_replicas
         if self._tracer is not None:
             return (tuple(self._tracer.shape),) * self._num_replicas
-        return tuple(tuple(np.shape(v)) for v in self._values)
+        return tuple(tuple(np.shape(v)) for v in self._values or ())
 
     @property
     def is_ragged(self) -> bool:
@@ -289,7 +289,7 @@ class Mirrored(DistributedValues):
     @classmethod
     def from_replicated(cls, array: Any, num_replicas: int) -> Mirrored:
         """From one array replicated on every replica's device (or a tracer of one)."""
-        obj = cls._blank(num_replicas)
+        obj: Mirrored = cls._blank(num_replicas)
         obj._replicated = array
         return obj
 
@@ -318,7 +318,7 @@ class Mirrored(DistributedValues):
     def _local_count(self) -> int:
         if jax.process_count() == 1:
             return self._num_replicas
-        return self._num_replicas // jax.process_count()
+        return self._num_replicas // int(jax.process_count())
 
     def __jax_array__(self) -> Any:
         return self.replicated_array
@@ -341,10 +341,10 @@ def _flatten(v: DistributedValues) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return (v._replicated,), ("replicated", v._num_replicas, None)
     if v._tracer is not None:
         return (v._tracer,), ("tracer", v._num_replicas, None)
-    return tuple(v._values), ("components", v._num_replicas, None)
+    return tuple(v._values or ()), ("components", v._num_replicas, None)
 
 
-def _unflatten(cls: type) -> Any:
+def _unflatten(cls: type[DistributedValues]) -> Any:
     def build(aux: tuple[Any, ...], children: Sequence[Any]) -> Any:
         kind, n, shapes = aux
         obj = cls._blank(n)

@@ -20,7 +20,7 @@ component must cost (almost) nothing to make:
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import jax
 from jax.sharding import Mesh, NamedSharding
@@ -57,7 +57,7 @@ def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
     sharding = _named(arr)
     if sharding is None or len(arr.sharding.device_set) == 1:
         return (arr,) * count
-    mesh = sharding.mesh
+    mesh = cast(Mesh, sharding.mesh)  # a concrete array's sharding has a concrete mesh
     if not mesh_axis.has_cores(mesh):
         shards = sorted(arr.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
         return tuple(s.data for s in shards)
@@ -85,7 +85,7 @@ def stacked_components(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[
     sharding = _named(stacked)
     if isinstance(stacked, jax.core.Tracer) or sharding is None or len(stacked.sharding.device_set) == 1:
         return tuple(_trim(stacked[i], true_shape(i)) for i in range(stacked.shape[0]))
-    mesh = sharding.mesh
+    mesh = cast(Mesh, sharding.mesh)  # a concrete array's sharding has a concrete mesh
     spec = tuple(sharding.spec) + (None,) * (stacked.ndim - len(tuple(sharding.spec)))
     simple = (spec[0] == mesh_axis.REPLICA_AXIS and all(e is None for e in spec[1:])
               and not mesh_axis.has_cores(mesh) and jax.process_count() == 1
