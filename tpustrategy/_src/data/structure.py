@@ -106,7 +106,9 @@ def as_dtype(dtype: Any) -> np.dtype:
         return OBJECT
     if dtype is bytes or dtype is str:
         return OBJECT
-    return np.dtype(dtype)
+    out = np.dtype(dtype)
+    # np.bytes_ / np.str_ / "S" / "U": strings are Python bytes here (object arrays).
+    return OBJECT if out.kind in "SU" else out
 
 
 @dataclasses.dataclass(frozen=True, init=False)
