@@ -61,7 +61,9 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
     """Runs replica functions eagerly, one Python thread per replica.
 
     The eager path is for debugging (print, breakpoints, NumPy inside the
-    replica function); ``run`` also takes it by itself for ragged inputs.
+    replica function); ``run`` also takes it by itself, with a warning, for a replica
+    function that cannot be compiled (Python control flow on per-replica values, or
+    ragged inputs the ragged back end cannot cut).
 
     Args:
       run_eagerly: True to force the eager path for every ``strategy.run``.

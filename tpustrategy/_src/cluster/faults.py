@@ -120,10 +120,6 @@ class Fault:
         """75 (``EXIT_UNAVAILABLE``) or 76 (``EXIT_DEADLINE_EXCEEDED``)."""
         return EXIT_UNAVAILABLE if self.kind in _UNAVAILABLE_KINDS else EXIT_DEADLINE_EXCEEDED
 
-    @property
-    def exception_type(self) -> type[RuntimeError]:
-        return UnavailableError if self.kind in _UNAVAILABLE_KINDS else DeadlineExceededError
-
     def message(self) -> str:
         who = " and ".join(self.described) or "A peer process"
         fix = self.fix or DEFAULT_FIX[self.kind]

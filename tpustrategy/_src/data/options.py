@@ -129,9 +129,6 @@ class _OptionsBase:
             "Fix: check the spelling against tf.data.Options."
         )
 
-    def _is_set(self, name: str) -> bool:
-        return name in self._values
-
     def merge(self, other: _OptionsBase) -> Any:
         """A copy of ``self`` where every field that ``other`` sets overrides it."""
         if type(other) is not type(self):

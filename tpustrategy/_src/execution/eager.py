@@ -35,7 +35,7 @@ from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.replica.context import EagerReplicaContext
 from tpustrategy._src.replica.rendezvous import MISMATCH_MESSAGE, Rendezvous
 from tpustrategy._src.values import mesh_axis, regroup
-from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica, pad_to
 
 
 def _to_device(x: Any, device: Any) -> Any:
@@ -177,9 +177,7 @@ def place_results(strategy: ReplicaStrategy, tree: Any) -> Any:
         pieces = []
         for c, d in zip(components, strategy.worker_devices):
             with jax.default_device(d):
-                c = jax.numpy.asarray(_on_device(c, d))
-                if tuple(c.shape) != target:
-                    c = jax.numpy.pad(c, [(0, t - s) for t, s in zip(target, c.shape)])
+                c = pad_to(jax.numpy.asarray(_on_device(c, d)), target, jax.numpy)
                 pieces.append(jax.device_put(c.reshape((1,) + target), d))
         stacked = jax.make_array_from_single_device_arrays(
             (n,) + target, placement.split, shards_for(placement.split, pieces))

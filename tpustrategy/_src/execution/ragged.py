@@ -63,6 +63,7 @@ from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
 from tpustrategy._src.execution.uniform import over_replicas
 from tpustrategy._src.values import mesh_axis
+from tpustrategy._src.values.distributed import pad_to
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 __all__ = ["Unsupported", "build"]
@@ -118,10 +119,7 @@ def varying(plan: Plan, in_varying: list[bool]) -> list[bool]:
 
 # The program ----------------------------------------------------------------------------------
 def _pad_to(x: Any, shape: tuple[int, ...]) -> Any:
-    x = jnp.asarray(x)
-    if tuple(x.shape) == tuple(shape):
-        return x
-    return jnp.pad(x, [(0, t - d) for t, d in zip(shape, x.shape)])
+    return pad_to(jnp.asarray(x), shape, jnp)
 
 
 def _trim_to(x: Any, shape: tuple[int, ...]) -> Any:

@@ -23,11 +23,11 @@ import jax
 import numpy as np
 
 from tpustrategy._src.context import contracts
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
 
 STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirrored"
-Shape = tuple[int, ...]
 
 
 class LeafSpec(NamedTuple):

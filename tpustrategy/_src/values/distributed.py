@@ -29,10 +29,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis, views
 
 REPLICA_AXIS = mesh_axis.REPLICA_AXIS
-Shape = tuple[int, ...]
 
 
 def _is_tracer(x: Any) -> bool:
@@ -198,9 +198,9 @@ class DistributedValues:
         if any(_is_tracer(c) for c in components):
             import jax.numpy as jnp
 
-            padded = [_pad(jnp.asarray(c), target, jnp) for c in components]
+            padded = [pad_to(jnp.asarray(c), target, jnp) for c in components]
             return jnp.stack(padded)
-        host = np.stack([_pad(np.asarray(c), target, np) for c in components])
+        host = np.stack([pad_to(np.asarray(c), target, np) for c in components])
         if sharding is None:
             return host
         if jax.process_count() > 1:
@@ -327,8 +327,10 @@ class Mirrored(DistributedValues):
         return np.asarray(self.replicated_array, dtype=dtype)
 
 
-def _pad(x: Any, target: Shape, xp: Any) -> Any:
-    if tuple(x.shape) == target:
+def pad_to(x: Any, target: Shape, xp: Any = np) -> Any:
+    """``x`` zero-padded at the end of each axis to ``target`` (``xp``: ``np`` or ``jnp``); the
+    one padding rule of ragged values (stacked arrays, the ragged program, the eager path)."""
+    if tuple(x.shape) == tuple(target):
         return x
     return xp.pad(x, [(0, t - d) for t, d in zip(target, x.shape)])
 

@@ -23,9 +23,8 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis
-
-Shape = tuple[int, ...]
 
 
 @functools.cache

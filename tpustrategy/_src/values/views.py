@@ -26,9 +26,8 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis, movement
-
-Shape = tuple[int, ...]
 
 
 def _named(arr: Any) -> NamedSharding | None:
