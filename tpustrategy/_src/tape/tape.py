@@ -245,7 +245,8 @@ class GradientTape:
         groups: list[list[int]] = []
         like: list[Any] = []
         for s in sources:
-            found = self._source_values(s, targets)
+            found = [v for v in self._source_values(s, targets)   # TensorFlow: no gradient for integers
+                     if jnp.issubdtype(jnp.result_type(jaxpr_slice.concrete(v)), jnp.inexact)]
             like.append(self._like(s, found))
             idx = []
             for v in found:
@@ -345,7 +346,7 @@ class GradientTape:
         fn, values, groups, like = self._prepare(targets, source_leaves)
         flat: list[Any] = [None] * len(values)
         if any(groups):
-            outs, vjp = jax.vjp(fn, *[jaxpr_slice.concrete(v) if self._eager is not None else v for v in values])
+            outs, vjp = jax.vjp(fn, *[v.val if self._eager is not None else v for v in values])
             flat = list(vjp(self._cotangents(outs, output_gradients, targets)))
         grads: list[Any] = []
         for g, spec in zip(groups, like):
@@ -378,7 +379,7 @@ class GradientTape:
         tshape = tuple(jnp.shape(jaxpr_slice.concrete(targets[0])))
         flat: list[Any] = []
         if any(groups):
-            primals = [jaxpr_slice.concrete(v) if self._eager is not None else v for v in values]
+            primals = [v.val if self._eager is not None else v for v in values]
             flat = list(jax.jacrev(lambda *v: fn(*v)[0], argnums=tuple(range(len(values))))(*primals))
         out: list[Any] = []
         for g, spec in zip(groups, like):
