@@ -194,6 +194,14 @@ def performance_guide() -> dict:
 
     out["artificial"] = epochs(art())
     out["interleave"] = epochs(tf.data.Dataset.range(2).interleave(lambda _: art()))
+    out["interleave_parallel"] = epochs(
+        tf.data.Dataset.range(2).interleave(lambda _: art(), num_parallel_calls=tf.data.AUTOTUNE))
+    f = lambda i: tf.data.Dataset.from_tensor_slices([i] * 3)  # noqa: E731
+    out["interleave_cycle_defaults"] = {
+        str(npc): [int(x) for x in tf.data.Dataset.range(4).interleave(f, num_parallel_calls=npc)]
+        for npc in (None, 1, 2, tf.data.AUTOTUNE)
+    }
+    out["host_cpus"] = len(os.sched_getaffinity(0))
     out["cache"] = epochs(art().map(lambda s: s).cache(), 5)
     fast = tf.data.Dataset.range(10000)
     out["map_then_batch"] = [_py(tf.reduce_sum(b)) for b in fast.map(lambda x: x + 1).batch(256)]

@@ -44,12 +44,27 @@ def _check_length(value: Any, arg: str) -> int | None:
     return value
 
 
+def default_cycle_length(num_parallel_calls: int | None) -> int:
+    """TensorFlow's ``cycle_length`` when it is None / AUTOTUNE (its interleave kernels' rule).
+
+    Sequential: the CPU count. ``num_parallel_calls=n``: ``min(n, CPUs)``.
+    ``num_parallel_calls=AUTOTUNE``: ``ceil(CPUs / 17)`` (one cycle element per 16 prefetch
+    threads + 1), so 1 on hosts with up to 17 cores: the inner datasets come one after another.
+    """
+    cpus = cpu_count()
+    if num_parallel_calls is None:
+        return cpus
+    if num_parallel_calls == AUTOTUNE:
+        return -(-cpus // 17)
+    return max(1, min(int(num_parallel_calls), cpus))
+
+
 class InterleaveDataset(Dataset):
     """Interleaves the datasets ``fn(element)``.
 
     Attributes:
       fn: the function returning a Dataset (callable on a sample element).
-      cycle_length: the number of inner datasets open at once (None/AUTOTUNE: CPU count).
+      cycle_length: the number of inner datasets open at once (None/AUTOTUNE: `default_cycle_length`).
       block_length: consecutive elements taken from each (default 1).
       num_parallel_calls: None (inline) or the parallelism (threads per open slot).
       deterministic: accepted; the order is always kept.
@@ -82,7 +97,7 @@ class InterleaveDataset(Dataset):
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
         cycle = self.cycle_length
         if cycle is None or cycle == AUTOTUNE:
-            cycle = cpu_count()
+            cycle = default_cycle_length(self.num_parallel_calls)
         fn, source = self.fn, self.inputs[0]
 
         def open_inner(element: Any) -> NodeIterator:
