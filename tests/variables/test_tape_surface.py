@@ -232,3 +232,30 @@ def test_output_gradients_weight_the_targets():
         t.watch(x)
         y = x * x
     assert t.gradient(y, x, output_gradients=jnp.asarray([1.0, 10.0])).tolist() == [2.0, 40.0]
+
+
+def test_an_eager_tape_applies_custom_vjp_and_custom_jvp_rules():
+    @jax.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+
+    @jax.custom_jvp
+    def steep_sin(x):
+        return jnp.sin(x)
+
+    steep_sin.defjvp(lambda p, t: (jnp.sin(p[0]), 100.0 * t[0]))
+    x = jnp.asarray(3.0)
+    with tps.GradientTape(persistent=True) as t:
+        t.watch(x)
+        y = clip_gradient(x) * 10.0
+        z = steep_sin(x)
+    assert float(t.gradient(y, x)) == 1.0 and float(t.gradient(z, x)) == 100.0
+    with tps.GradientTape() as outer:
+        outer.watch(x)
+        with tps.GradientTape() as inner:
+            inner.watch(x)
+            s = jax.nn.softplus(x)
+        ds = inner.gradient(s, x)
+    np.testing.assert_allclose(outer.gradient(ds, x), jax.nn.sigmoid(3.0) * (1 - jax.nn.sigmoid(3.0)), rtol=1e-5)

@@ -310,14 +310,13 @@ class RecordTrace(_core.Trace):
 
     def process_custom_jvp_call(self, primitive: Any, fun: Any, jvp: Any, tracers: Sequence[Any], /,
                                 *, symbolic_zeros: Any) -> Any:
-        # Recorded as the primitives of the function itself (JAX differentiates those).
-        with _core.set_current_trace(self):
-            return fun.call_wrapped(*tracers)
+        # Recorded as one equation, so the replay under jax.vjp applies the custom rule.
+        return self.process_primitive(primitive, tracers, {"subfuns": (fun, jvp), "symbolic_zeros": symbolic_zeros})
 
     def process_custom_vjp_call(self, primitive: Any, fun: Any, fwd: Any, bwd: Any, tracers: Sequence[Any], /,
                                 *, out_trees: Any, symbolic_zeros: Any) -> Any:
-        with _core.set_current_trace(self):
-            return fun.call_wrapped(*tracers)
+        return self.process_primitive(primitive, tracers, {"subfuns": (fun, fwd, bwd), "out_trees": out_trees,
+                                                           "symbolic_zeros": symbolic_zeros})
 
 
 def current_trace() -> Any:
