@@ -43,6 +43,14 @@ def check() -> None:
         if not hasattr(_pe, name):
             raise ImportError(f"tps.GradientTape needs jax._src.interpreters.partial_eval.{name}; this "
                               f"JAX ({jax.__version__}) has none.\nFix: install jax>=0.10.2,<0.11.")
+    for name in ("Trace", "Tracer", "EvalTrace", "trace_ctx", "set_current_trace", "typeof"):
+        if not hasattr(_core, name):
+            raise ImportError(f"tps.GradientTape (eager) needs jax._src.core.{name}; this JAX ({jax.__version__}) "
+                              "has none.\nFix: install jax>=0.10.2,<0.11.")
+    if not hasattr(_pe.JaxprStackFrame, "tracing_eqns") and "tracing_eqns" not in getattr(
+            _pe.JaxprStackFrame, "__slots__", ()):
+        raise ImportError(f"tps.GradientTape: JAX {jax.__version__} has no JaxprStackFrame.tracing_eqns.\n"
+                          "Fix: install jax>=0.10.2,<0.11.")
     slots = set(getattr(_pe.DynamicJaxprTracer, "__slots__", ()))
     missing = [s for s in ("val", "parent") if s not in slots]
     eqn_fields = set(getattr(_pe.TracingEqn, "__annotations__", {}))
