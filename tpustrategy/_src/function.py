@@ -26,6 +26,7 @@ from tpustrategy._src import config
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
+from tpustrategy._src.execution.tracebacks import user_boundary
 from tpustrategy._src.variables import frames
 
 
@@ -55,6 +56,7 @@ class Function:
         """The wrapped Python function (``tf.function``'s attribute)."""
         return self._fn
 
+    @user_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.functions_run_eagerly() or _in_trace_or_replica() or self._compiled.uncompiled:
             return self._fn(*args, **kwargs)

@@ -135,14 +135,26 @@ def _python_component(leaf: DistributedValues) -> Any:
     return None
 
 
-def _check_count(leaf: DistributedValues, split_sharding: Any) -> None:
+def argument_path(tree: Any, index: int) -> str:
+    """The path of leaf ``index`` of ``tree`` (``(args, kwargs)``) as the user wrote it: ``args[1]['x']``."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(
+        tree, is_leaf=lambda x: isinstance(x, DistributedValues) or contracts.is_distributed_variable(x))
+    path = flat[index][0]
+    if not path or not isinstance(path[0], jax.tree_util.SequenceKey) or not isinstance(tree, tuple):
+        return f"argument{jax.tree_util.keystr(path)}"
+    head = "args" if path[0].idx == 0 else "kwargs"
+    return head + jax.tree_util.keystr(tuple(path[1:]))
+
+
+def _check_count(leaf: DistributedValues, split_sharding: Any, tree: Any, index: int) -> None:
     if split_sharding is None or jax.process_count() > 1 or leaf.has_stacked or leaf.is_traced:
         return
     mesh = split_sharding.mesh
     replicas = int(mesh.shape["replica"])
     if leaf.num_replicas != replicas:
         raise ValueError(
-            f"strategy.run: a {type(leaf).__name__} argument has {leaf.num_replicas} components, but the "
+            f"strategy.run: the {type(leaf).__name__} argument {argument_path(tree, index)} has "
+            f"{leaf.num_replicas} components, but the "
             f"strategy has {replicas} replicas. Received: a {type(leaf).__name__} of {leaf.num_replicas} "
             f"values.\nFix: give one component per replica (strategy.num_replicas_in_sync = {replicas}), "
             "e.g. with strategy.experimental_distribute_values_from_function(lambda ctx: ...)."
@@ -159,7 +171,7 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
     """
     leaves, treedef = regroup.flatten(tree)
     kinds, specs, arrays, key = [], [], [], [treedef]
-    for leaf in leaves:
+    for index, leaf in enumerate(leaves):
         if isinstance(leaf, Mirrored):
             x = leaf.replicated_array
             if not _is_array(x):
@@ -168,7 +180,7 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
         elif isinstance(leaf, DistributedValues):
             if (odd := _python_component(leaf)) is not None:
                 raise PythonComponents(odd)
-            _check_count(leaf, split_sharding)
+            _check_count(leaf, split_sharding, tree, index)
             x = leaf.stacked_array(split_sharding)
             shapes = leaf.shapes if leaf.is_ragged else None
             spec = LeafSpec(PER_REPLICA, x.shape, _dtype(x), False, shapes)

@@ -20,6 +20,7 @@ import numpy as np
 from tpustrategy._src.context import contracts, extensions
 from tpustrategy._src.execution import dispatch, host_values
 from tpustrategy._src.execution.runner import ReplicaRunner
+from tpustrategy._src.execution.tracebacks import user_boundary
 from tpustrategy._src.reduce_op import canonical_reduce_op
 from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.reduce import reduce_value
@@ -155,6 +156,7 @@ class Strategy:
         return logical_device_scope(self, logical_device_id)
 
     # run ------------------------------------------------------------------------
+    @user_boundary
     def run(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
         """Runs ``fn`` on every replica, as one compiled program.
 
