@@ -133,3 +133,15 @@ def test_import_tpustrategy_and_a_plain_run_do_not_import_keras():
             "print('keras' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_an_eager_tape_over_a_keras_model_names_where_it_works():
+    keras = pytest.importorskip("keras")
+    strategy = tps.MirroredStrategy(devices=jax.devices()[:2])
+    with strategy.scope():
+        layer = keras.layers.Dense(2)
+        layer.build((None, 3))
+    with tps.GradientTape() as tape:
+        y = jnp.sum(layer(jnp.ones((1, 3))))
+    with pytest.raises(RuntimeError, match="run the training step inside tps.function or strategy.run"):
+        tape.gradient(y, layer.trainable_variables)
