@@ -44,7 +44,19 @@ class _VariableMeta(type):
         if isinstance(ctx, contracts.EagerReplicaContract):
             # Eager path: replica 0 creates the variable; every replica shares it (as in TF).
             made = super().__call__(*args, **kwargs) if ctx.local_replica_id == 0 else None
-            return ctx.rendezvous.exchange(ctx.local_replica_id, "create_variable", made)[0]
+            name = kwargs.get("name", args[2] if len(args) > 2 else None)
+            deposits = ctx.rendezvous.exchange(ctx.local_replica_id, "create_variable", (name, made))
+            names = [n for n, _ in deposits]
+            if any(n != names[0] for n in names):
+                # TensorFlow: mirrored_variable_test.testNonMatchingVariableCreation.
+                raise RuntimeError(
+                    f"tps.Variable: the replicas created one variable under different names {names} "
+                    "(replica r's name is at position r); a variable created in a replica function "
+                    "is one mirrored variable, so every replica must give it the same name.\nFix: "
+                    "pass the same `name` on every replica (not a per-replica value), or create the "
+                    "variables under strategy.scope() before strategy.run."
+                )
+            return deposits[0][1]
         frame = frames.current()
         if frame is not None:
             reused = frame.next_created()
