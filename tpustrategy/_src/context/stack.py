@@ -100,3 +100,19 @@ def current_strategy() -> Any:
     """The strategy of the innermost entry, or None outside every scope and replica function."""
     entry = current_entry()
     return entry.strategy if entry is not None else None
+
+
+def check_variable_creation() -> None:
+    """TensorFlow's rule: a variable is not created under another strategy nested in the default's scope.
+
+    The default strategy's scope is mostly a no-op, but it registers its variable creator;
+    inside it, ``with other.scope():`` may be entered, and creating a variable there raises
+    the mixing error (``distribute_lib_test.testScopeMostlyNoOp``).
+    """
+    default_scope = None
+    for entry in _state.stack:
+        if contracts.is_default(entry.strategy):
+            if entry.is_scope and default_scope is None:
+                default_scope = entry.strategy
+        elif default_scope is not None:
+            raise mixing_error(default_scope, entry.strategy)

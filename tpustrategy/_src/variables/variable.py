@@ -197,6 +197,7 @@ class Variable(metaclass=_VariableMeta):
         self._dtype = value.dtype
         self._trainable = (self._sync is not VariableSynchronization.ON_READ) if trainable is None else bool(trainable)
         self._id = next(_uid)
+        context.check_variable_creation()
         strategy = context.current_strategy() if context.has_strategy() else None
         self._strategy = strategy
         if strategy is None:
