@@ -287,6 +287,14 @@ def distribute_guide() -> dict:
         result.update(zip(ri, ro))
     out["enumerate_predict"] = sorted(result.items())
     dv = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant(ctx.replica_id_in_sync_group))
+    dist = strategy.experimental_distribute_dataset(ds)
+
+    @tf.function(input_signature=[dist.element_spec])
+    def train_step2(per_replica_inputs):
+        return strategy.run(lambda inputs: 2 * inputs, args=(per_replica_inputs,))
+
+    output = train_step2(next(iter(dist)))
+    out["input_signature_output"] = [[_py(v) for v in strategy.experimental_local_results(p)] for p in output]
     out["values_from_function"] = [_py(v) for v in strategy.experimental_local_results(strategy.run(lambda x: x, args=(dv,)))]
     return out
 

@@ -187,6 +187,7 @@ def test_function_with_element_spec_input_signature(mirrored_strategy):
             # ``2 * inputs`` of the (features, labels) tuple is Python's tuple repetition, in
             # TensorFlow too: four parts, each the ones of the batch.
             assert len(output) == 4
+            assert [local(mirrored_strategy, part) for part in output] == REF["input_signature_output"]
             for part in output:
                 np.testing.assert_allclose(np.concatenate(local(mirrored_strategy, part)), np.full((16, 1), 1.0))
 
