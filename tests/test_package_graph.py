@@ -108,10 +108,7 @@ KNOWN_PRIVATE_READS = {
     ("checkpoint/tf_format/restore.py", "_keras"), ("checkpoint/tf_format/restore.py", "_kind"),
     ("input/autoshard.py", "_autoshard_pass_through"), ("input/autoshard.py", "_is_reader"),
     ("input/autoshard.py", "_with_inputs"), ("input/from_function.py", "_per_replica_input"),
-    ("keras/patches.py", "_is_default"), ("keras/variables.py", "_is_default"),
-    ("strategy/extended.py", "_combine"), ("tape/tape.py", "_id"),
-    ("variables/updates.py", "_device"), ("variables/updates.py", "_is_default"),
-    ("variables/updates.py", "_local_id"), ("variables/updates.py", "_mesh"), ("variables/updates.py", "_rendezvous"),
+    ("tape/tape.py", "_id"),
 }
 
 # ``_src`` modules that import the public ``tpustrategy`` package (they should import ``_src``).

@@ -32,6 +32,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.keras import variables as variables_lib
 
 
@@ -124,7 +125,7 @@ def strategy_of(variables: Any, include_default: bool = False) -> Any:
     for v in variables or ():
         state = variables_lib.state_of(v) if v is not None else None
         if state is not None and state._strategy is not None:
-            if not getattr(state._strategy, "_is_default", False):
+            if not contracts.is_default(state.strategy):
                 return state._strategy
             found_default = state._strategy
     return found_default if include_default else None
@@ -250,7 +251,7 @@ def _wrap_maybe_build(original: Any) -> Any:
 def layer_strategy(layer: Any) -> Any:
     """The non-default strategy a Keras layer or model was created under (None when none)."""
     found = getattr(layer, "__dict__", {}).get("_tps_strategy")
-    return None if found is None or getattr(found, "_is_default", False) else found
+    return None if found is None or contracts.is_default(found) else found
 
 
 def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:

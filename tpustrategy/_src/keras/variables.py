@@ -32,6 +32,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import dispatch
 from tpustrategy._src.keras import internals
 from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
@@ -158,7 +159,7 @@ def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
     if found is not None:
         return found
     kind, aggregation = rule(kvar, caller)
-    if kind == SYNC_ON_READ and getattr(strategy, "_is_default", False):
+    if kind == SYNC_ON_READ and contracts.is_default(strategy):
         kind = MIRRORED  # one replica, and the default strategy's run is cross-replica: a plain variable
     state = KerasVariableState.for_keras(kvar, strategy, kind, aggregation)
     kvar.__dict__["_tps_state"] = state

@@ -90,7 +90,7 @@ class _Component:
     def _write(self, method: str, value: Any, read_value: bool) -> Any:
         from tpustrategy._src.variables import updates
 
-        self._value = updates._combine(self._var, method, jnp.asarray(self._value), _unwrap_value(value))
+        self._value = updates.combine(self._var, method, jnp.asarray(self._value), _unwrap_value(value))
         return self if read_value else None
 
     def assign(self, value: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:

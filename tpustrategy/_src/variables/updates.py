@@ -19,6 +19,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
@@ -30,7 +31,7 @@ MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
 
 def _replica_context() -> Any:
     entry = context.current_entry()
-    if entry is None or entry.replica_context is None or entry.replica_context._is_default:
+    if entry is None or entry.replica_context is None or contracts.is_default(entry.replica_context):
         return None
     return entry.replica_context
 
@@ -44,7 +45,7 @@ def _check_strategy(var: Any, reading: bool = False) -> None:
     belong to the other strategy's replicas), keep TensorFlow's mixing error.
     """
     entry = context.current_entry()
-    if var._strategy is None or entry is None or entry.strategy._is_default:
+    if var._strategy is None or entry is None or contracts.is_default(entry.strategy):
         return
     if entry.strategy is not var._strategy and not (reading and var._kind == MIRRORED):
         raise context.mixing_error(entry.strategy, var._strategy)
@@ -83,9 +84,9 @@ def _read(var: Any) -> Any:
         value = frame.read(var, var._global_shape())
         return aggregate_read(var, value) if var._kind == SYNC_ON_READ else value
     ctx = _replica_context()
-    if ctx is not None and var._kind != PLAIN and hasattr(ctx, "_rendezvous"):
+    if ctx is not None and var._kind != PLAIN and isinstance(ctx, contracts.EagerReplicaContract):
         _check_strategy(var)
-        return var._local_components()[ctx._local_id]
+        return var._local_components()[ctx.local_replica_id]
     if var._kind == SYNC_ON_READ:
         return aggregate_read(var, var._value)
     return var._value
@@ -109,7 +110,7 @@ def _aggregate_traced(var: Any, local: Any) -> Any:
     return aggregate_read(var, local)  # raises TensorFlow's error for NONE
 
 
-def _combine(var: Any, method: str, current: Any, value: Any) -> Any:
+def combine(var: Any, method: str, current: Any, value: Any) -> Any:
     value = jnp.asarray(value)
     check_value(var, method, value, current.shape)
     if method == "assign":
@@ -173,7 +174,7 @@ def write(var: Any, method: str, value: Any, read_value: bool, label: str | None
         frame.write(var, _merge_fn_update(var, method, value, frame, label))
     elif frame is not None and frame.level == "replica":
         frame.write(var, _compiled_replica_update(var, method, value, frame, ctx))
-    elif ctx is not None and hasattr(ctx, "_rendezvous"):
+    elif ctx is not None and isinstance(ctx, contracts.EagerReplicaContract):
         _eager_replica_update(var, method, value, ctx)
     else:
         _cross_replica_update(var, method, value, label)
@@ -183,16 +184,16 @@ def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx:
     current = frame.read(var, var._shape)
     v = jnp.asarray(value)
     if var._kind == SYNC_ON_READ:
-        return _combine(var, method, current, v)
+        return combine(var, method, current, v)
     if var._kind == PLAIN:
         # TensorFlow's MirroredStrategy rule: every replica's update is applied in turn
         # (deltas add up, the last assign wins).
         warn_plain_variable(var, method, ctx.num_replicas_in_sync)
         if method == "assign":
-            return _combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
-        return _combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
+            return combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
+        return combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
     v = _aggregate_compiled(var, v, ctx)
-    new = _combine(var, method, current, v)
+    new = combine(var, method, current, v)
     if var._aggregation is VariableAggregation.NONE:
         frame.none_updates = getattr(frame, "none_updates", []) + [var]
     return new
@@ -224,7 +225,7 @@ def _merge_fn_update(var: Any, method: str, value: Any, frame: Any, label: str |
                 "when aggregation is set to `tf.VariableAggregation.SUM`."
             )
         v = (v / var._strategy.num_replicas_in_sync).astype(var.dtype)
-    return _combine(var, method, current, v)
+    return combine(var, method, current, v)
 
 
 def _aggregate_compiled(var: Any, v: Any, ctx: Any) -> Any:
@@ -288,16 +289,16 @@ def initialise_in_frame(var: Any, frame: Any, value: Any) -> None:
 
 
 def _eager_replica_update(var: Any, method: str, value: Any, ctx: Any) -> None:
-    device = ctx._device
+    device = ctx.device
     v = jax.device_put(jnp.asarray(value), device)
-    everyone = ctx._rendezvous.exchange(ctx._local_id, f"{method}:{var.name}", v)
+    everyone = ctx.rendezvous.exchange(ctx.local_replica_id, f"{method}:{var.name}", v)
     error = None
-    if ctx._local_id == 0:
+    if ctx.local_replica_id == 0:
         try:
             _apply_eager(var, method, [np.asarray(x) for x in everyone])
         except BaseException as e:  # handed to every replica thread
             error = e
-    outcome = ctx._rendezvous.exchange(ctx._local_id, f"{method}-done:{var.name}", error)
+    outcome = ctx.rendezvous.exchange(ctx.local_replica_id, f"{method}-done:{var.name}", error)
     if outcome[0] is not None:
         raise outcome[0]
 
@@ -306,7 +307,7 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
     n = len(values)
     if var._kind == SYNC_ON_READ:
         comps = [np.asarray(c) for c in var._local_components()]
-        new = np.stack([np.asarray(_combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
+        new = np.stack([np.asarray(combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
         var._value = jax.device_put(new, var._value.sharding)
         return
     current = jnp.asarray(np.asarray(var._local_components()[0]))
@@ -314,7 +315,7 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
         warn_plain_variable(var, method, n)
         new = current
         for v in values:
-            new = _combine(var, method, new, v)
+            new = combine(var, method, new, v)
         var._value = jax.device_put(new, var._value.sharding)
         return
     agg = var._aggregation
@@ -328,7 +329,7 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
         if not all(np.array_equal(values[0], x) for x in values[1:]):
             raise none_aggregation_error(var)
         v = values[0]
-    new = _combine(var, method, current, v)
+    new = combine(var, method, current, v)
     var._value = jax.device_put(new, var._value.sharding)
 
 
@@ -338,7 +339,7 @@ def _cross_replica_update(var: Any, method: str, value: Any, label: str | None =
         n = var._strategy.num_replicas_in_sync
         if isinstance(value, DistributedValues):
             stacked = jnp.stack([jnp.asarray(x, var.dtype) for x in value.values])
-            new = _combine(var, method, current, stacked)
+            new = combine(var, method, current, stacked)
         else:
             v = jnp.asarray(value)
             if var._aggregation is VariableAggregation.SUM:
@@ -348,7 +349,7 @@ def _cross_replica_update(var: Any, method: str, value: Any, label: str | None =
                         "when aggregation is set to `tf.VariableAggregation.SUM`."
                     )
                 v = (v / n).astype(var.dtype)  # TensorFlow casts the share back to the variable's dtype
-            new = _combine(var, method, current, v)
+            new = combine(var, method, current, v)
     else:
         if isinstance(value, DistributedValues):
             raise TypeError(
@@ -356,10 +357,10 @@ def _cross_replica_update(var: Any, method: str, value: Any, label: str | None =
                 f"to mirrored variable {var.name!r} in cross-replica context would make its copies "
                 "diverge). Fix: reduce it first with strategy.reduce(...)."
             )
-        new = _combine(var, method, current, value)
+        new = combine(var, method, current, value)
     if not isinstance(new, jax.core.Tracer) and var._kind != PLAIN:
         spec = P(REPLICA_AXIS) if var._kind == SYNC_ON_READ else P()
-        new = jax.device_put(new, NamedSharding(var._strategy._mesh, spec))
+        new = jax.device_put(new, NamedSharding(var._strategy.mesh, spec))
     elif not isinstance(new, jax.core.Tracer):
         new = jax.device_put(new, jax.local_devices()[0])
     frames.set_global_value(var, new)
