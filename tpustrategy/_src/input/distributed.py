@@ -245,11 +245,15 @@ class DistributedIterator(_StepSource, interfaces.DistributedIterator):
             before = self._host.get_state()
             element = next(self._host)
             steps = self._ds._steps_of(element)
+            if len(steps) == 1:
+                self._pulled_batch = _leading(element)  # the global batch this pipeline read
+                return steps[0]
             if steps:
                 self._pending, self._element_state, self._taken = steps[1:], before, 1
                 return self._take(steps[0])
 
     def _take(self, step: tuple[list[Any], Any]) -> tuple[list[Any], Any]:
+        """One step of an element split over several steps: its batch is this step's rows."""
         self._pulled_batch = sum(max(_leading(p[0] if isinstance(p, tuple) else p), 0) for p in step[0])
         return step
 
