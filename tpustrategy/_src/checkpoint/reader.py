@@ -160,6 +160,28 @@ def _build_optimizers(graph: Graph, saved: dict[str, Any]) -> bool:
     return built
 
 
+def _plan(key: str, graph: Graph, saved: dict[str, Any], found: dict[str, str], positions: _IteratorStates,
+          targets: dict[str, Any], finishers: list[Any], values: list[Any], iterator_states: list[Any],
+          api: str) -> None:
+    """Adds what restoring ``key`` needs (arrays to read, how to finish) to the lists."""
+    entry, meta = graph.entries[key], saved[found[key]]
+    _check_kinds(entry, meta, api)
+    if entry.kind == "variable":
+        record = _as_variable_record(meta)
+        wanted, finish = adapter.variable_plan(entry.obj, record, key, api)
+        names = {part: record["parts"][part] for part in wanted}
+        targets.update({names[part]: t for part, t in wanted.items()})
+        finishers.append((entry, names, finish))
+    elif entry.kind == "array":
+        name = meta["parts"].get("value")
+        targets[name] = _array_target(entry, meta, api)
+        finishers.append((entry, {"value": name}, lambda got, e=entry: _finish_array(e, got["value"])))
+    elif entry.kind == "value":
+        values.append((entry, meta["value"]))
+    else:
+        iterator_states.append((entry, positions.state_for(found[key], meta, entry.obj)))
+
+
 def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all: bool = False,
             manifest: dict[str, Any] | None = None, saved: dict[str, Any] | None = None,
             skip_slots: bool = False) -> tuple[CheckpointLoadStatus, dict[str, Any], Graph]:
@@ -209,22 +231,14 @@ def restore(make_graph: Callable[[], Graph], path: str, api: str, *, require_all
     values: list[tuple[Entry, Any]] = []
     positions = _IteratorStates(path, manifest, api)
     for key in matched:
-        entry, meta = graph.entries[key], saved[found[key]]
-        _check_kinds(entry, meta, api)
-        if entry.kind == "variable":
-            record = _as_variable_record(meta)
-            wanted, finish = adapter.variable_plan(entry.obj, record, key, api)
-            names = {part: record["parts"][part] for part in wanted}
-            targets.update({names[part]: t for part, t in wanted.items()})
-            finishers.append((entry, names, finish))
-        elif entry.kind == "array":
-            name = meta["parts"].get("value")
-            targets[name] = _array_target(entry, meta, api)
-            finishers.append((entry, {"value": name}, lambda got, e=entry: _finish_array(e, got["value"])))
-        elif entry.kind == "value":
-            values.append((entry, meta["value"]))
-        else:
-            iterator_states.append((entry, positions.state_for(found[key], meta, entry.obj)))
+        try:
+            _plan(key, graph, saved, found, positions, targets, finishers, values, iterator_states, api)
+        except ValueError as e:  # a saved value that does not fit: name the checkpoint too
+            message = str(e)
+            if path not in message:
+                head, fix, tail = message.partition("\nFix:")
+                message = f"{head} (checkpoint {path!r}){fix}{tail}"
+            raise ValueError(message) from None
     try:
         loaded = arrays.load(os.path.join(path, files.ARRAYS), targets, api) if targets else {}
         _check_fingerprints(path, manifest, loaded, found, saved, api)
