@@ -46,7 +46,8 @@ def test_the_demo_saves_each_epoch_and_resume_continues_bit_identically(tmp_path
     cache = str(tmp_path / "digits")
     common = ["--global-batch", "64", "--steps-per-execution", "8", "--cache-dir", cache]
     assert main(["--epochs", "2", "--checkpoint-dir", str(tmp_path / "straight"), *common]) == 0
-    assert sorted(os.listdir(tmp_path / "straight")) == ["ckpt-1", "ckpt-2"]
+    # The checkpoints, and the state file naming the latest (TensorFlow's `checkpoint` file).
+    assert sorted(os.listdir(tmp_path / "straight")) == ["checkpoint", "ckpt-1", "ckpt-2"]
     assert main(["--epochs", "1", "--checkpoint-dir", str(tmp_path / "stopped"), *common]) == 0
     capsys.readouterr()
     assert main(["--epochs", "2", "--resume", "--checkpoint-dir", str(tmp_path / "stopped"), *common]) == 0
