@@ -136,8 +136,6 @@ ALLOWED_CIRCLES = {
     "strategy": "base <-> context/default/extended/logical_devices/strategies (lazy imports)",
     "checkpoint": "checkpoint <-> reader/writer/graph/deferred/tf_format (lazy imports)",
     "keras": "the package __init__ <-> its modules (lazy imports)",
-    "cluster": "exits <-> health (lazy imports)",
-    "variables": "variable <-> copying (lazy import)",
 }
 
 

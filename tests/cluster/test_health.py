@@ -10,7 +10,7 @@ import jax
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.cluster import faults, health, peerlink
+from tpustrategy._src.cluster import current, faults, health, peerlink
 from tpustrategy._src.cluster.faults import Peer
 
 pytestmark = pytest.mark.timeout(60)
@@ -198,7 +198,7 @@ def test_the_listener_prefers_the_configured_address_and_else_the_route_to_the_c
 
 def test_translate_uses_the_monitor_to_name_the_lost_process(pair):
     m0, m1 = pair
-    health._monitor = m0
+    current.put(m0)
     try:
         kill(m1)
         error = health.translate(jax.errors.JaxRuntimeError(
@@ -206,4 +206,4 @@ def test_translate_uses_the_monitor_to_name_the_lost_process(pair):
         assert isinstance(error, tps.errors.UnavailableError) and error.task == 1
         assert isinstance(error.__cause__, jax.errors.JaxRuntimeError)
     finally:
-        health._monitor = None
+        current.put(None)

@@ -33,7 +33,7 @@ import time
 import traceback
 from typing import Any
 
-from tpustrategy._src.cluster import faults, health
+from tpustrategy._src.cluster import current, faults
 from tpustrategy._src.cluster.faults import Fault
 from tpustrategy._src.errors import DeadlineExceededError, UnavailableError
 
@@ -55,7 +55,7 @@ def _sys_exit(status: Any = None) -> None:
 def requested_exit_code() -> int | None:
     """The code of the last ``sys.exit(n)`` with a non-zero int (else None)."""
     return _requested if isinstance(_requested, int) and _requested != 0 else None
-_OUR_FILES = {os.path.abspath(__file__), os.path.abspath(health.__file__)}
+_OUR_FILES = {os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "health.py")}
 
 
 def install() -> bool:
@@ -77,7 +77,7 @@ def install() -> bool:
     return False
 
 
-def write_and_exit(monitor: health.Monitor | None, text: str, code: int) -> None:
+def write_and_exit(monitor: Any, text: str, code: int) -> None:
     try:
         sys.stdout.flush()
     except Exception:  # noqa: BLE001
@@ -126,7 +126,7 @@ def _end_pending(forced: bool, error: BaseException | None = None) -> None:
 
 
 def _excepthook(etype: type[BaseException], value: BaseException, tb: Any) -> None:
-    monitor = health.current()
+    monitor = current.get()
     if monitor is None and _pending is not None:
         _end_pending(False, value)
     if monitor is None or monitor.exiting:
@@ -151,7 +151,7 @@ def _excepthook(etype: type[BaseException], value: BaseException, tb: Any) -> No
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    monitor = health.current()
+    monitor = current.get()
     if (monitor is None or monitor.fault is None or monitor.exiting or monitor._delivered
             or _in_this_module(frame)):
         return  # our own exit path (excepthook, translate, atexit) is already handling it
@@ -168,7 +168,7 @@ def _in_this_module(frame: Any) -> bool:
 
 
 def _at_exit() -> None:
-    monitor = health.current()
+    monitor = current.get()
     if monitor is None or monitor._stopping:
         return
     if monitor.fault is not None:  # the program caught the fault's exception and returned
@@ -217,7 +217,7 @@ _LATE_FIX = ("Fix: make every process run the same steps (same number of batches
 
 def _after_fork_in_child() -> None:
     """A forked child (e.g. a data-loader worker) must not hold the parent's links open."""
-    monitor, health._monitor = health._monitor, None
+    monitor = current.take()
     if monitor is None:
         return
     monitor._stopping = True

@@ -37,17 +37,18 @@ import time
 import traceback
 from typing import Any
 
+from tpustrategy._src.cluster import current as current_monitor
 from tpustrategy._src.cluster import exits, faults, peerlink
 from tpustrategy._src.cluster.faults import Fault, Peer
 from tpustrategy._src.errors import DeadlineExceededError, UnavailableError
 
 _KEY = "tpustrategy/health"
-_monitor: Monitor | None = None
 
 
 def current() -> Monitor | None:
     """The monitor of this process (None without ``tps.initialize`` on several processes)."""
-    return _monitor
+    monitor: Monitor | None = current_monitor.get()
+    return monitor
 
 
 class Monitor:
@@ -166,13 +167,11 @@ class Monitor:
 
     def install(self) -> None:
         """Makes this the process's monitor: excepthook, exit barrier, main-thread signal."""
-        global _monitor
-        _monitor = self
+        current_monitor.put(self)
         self._signal_installed = exits.install()
 
     def stop(self) -> None:
         """Stops watching (after a clean end): links close without blaming anyone."""
-        global _monitor
         with self._lock:
             self._stopping = True
             links = list(self._links.values())
@@ -185,8 +184,7 @@ class Monitor:
             self._listener.close()
         except OSError:
             pass
-        if _monitor is self:
-            _monitor = None
+        current_monitor.clear_if(self)
 
     # -- what other code asks -------------------------------------------------------------
 
@@ -466,7 +464,7 @@ def translate(error: BaseException) -> BaseException:
     kind = faults.classify(error)
     if kind is None:
         return error
-    monitor = _monitor
+    monitor = current()
     fault = monitor.explain(kind) if monitor is not None else None
     if fault is not None:
         named = fault.exception()

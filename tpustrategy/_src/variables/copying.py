@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from tpustrategy._src.variables import frames
+from tpustrategy._src.variables import frames, ids
 
 
 def _copy_array(value: Any) -> Any:
@@ -30,8 +30,6 @@ def _copy_array(value: Any) -> Any:
 
 def deep_copy(var: Any, memo: dict[int, Any]) -> Any:
     """A new variable equal to ``var`` now, independent of it from then on."""
-    from tpustrategy._src.variables import variable as variable_module
-
     if frames.current() is not None or isinstance(var._value, jax.core.Tracer):
         raise NotImplementedError(
             f"deepcopy() is only available when eager execution is enabled (variable {var.name!r} was "
@@ -39,7 +37,7 @@ def deep_copy(var: Any, memo: dict[int, Any]) -> Any:
             "outside the step, e.g. right after creating it.")
     new = object.__new__(type(var))
     new.__dict__.update(var.__dict__)
-    new._id = next(variable_module._uid)
+    new._id = ids.next_id()
     new._value = _copy_array(var._value)
     # TensorFlow's copy starts from the current value: that is its initial value.
     new._initial = new._value[0] if var._kind == "sync_on_read" else new._value

@@ -12,7 +12,6 @@ device. Reads and writes inside compiled programs are functionalised
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import jax
@@ -25,15 +24,13 @@ from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
-from tpustrategy._src.variables import copying, frames, sparse, updates
+from tpustrategy._src.variables import copying, frames, ids, sparse, updates
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
     VariableSynchronization,
     canonical_aggregation,
     canonical_synchronization,
 )
-
-_uid = itertools.count()
 
 MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
 
@@ -196,7 +193,7 @@ class Variable(metaclass=_VariableMeta):
         self._shape = tuple(value.shape)
         self._dtype = value.dtype
         self._trainable = (self._sync is not VariableSynchronization.ON_READ) if trainable is None else bool(trainable)
-        self._id = next(_uid)
+        self._id = ids.next_id()
         context.check_variable_creation()
         strategy = context.current_strategy() if context.has_strategy() else None
         self._strategy = strategy
