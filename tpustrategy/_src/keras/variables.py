@@ -24,6 +24,7 @@ precedence, and plain cross-replica code reads and assigns the global value.
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any
 
 import jax
@@ -169,7 +170,47 @@ def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
         sub = _SUBCLASSES[base] = type(base.__name__, (_StrategyKerasVariable, base), {
             "__module__": base.__module__, "__qualname__": base.__qualname__})
     kvar.__class__ = sub
+    if kind == SYNC_ON_READ:
+        _cross_replica_result(caller)
     return state
+
+
+class _Reads(threading.local):
+    aggregated = 0
+
+
+_reads = _Reads()
+
+
+def _cross_replica_result(metric: Any) -> None:
+    """tf.keras's rule: a metric's ``result()`` in a replica function is computed over all replicas."""
+    import keras
+
+    if not isinstance(metric, keras.metrics.Metric) or "_tps_result" in metric.__dict__:
+        return
+    own = metric.result   # bound: the subclass's own result
+
+    def result(*args: Any, **kwargs: Any) -> Any:
+        _reads.aggregated += 1
+        try:
+            return own(*args, **kwargs)
+        finally:
+            _reads.aggregated -= 1
+
+    metric.__dict__["_tps_result"] = own
+    metric.__dict__["result"] = result
+
+
+def _replica_aggregate(state: KerasVariableState, local: Any) -> Any:
+    """A sync-on-read variable's aggregate over the replicas, read in a compiled replica function."""
+    agg = state._aggregation
+    if agg is VariableAggregation.SUM:
+        return jax.lax.psum(local, REPLICA_AXIS)
+    if agg is VariableAggregation.MEAN:
+        return jax.lax.pmean(local, REPLICA_AXIS)
+    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        return jax.lax.all_gather(local, REPLICA_AXIS)[0]
+    return local
 
 
 def note_layout(state: KerasVariableState, layout: Any) -> None:
@@ -253,7 +294,12 @@ class _StrategyKerasVariable:
                 return self._maybe_autocast(scoped)
         state = self.__dict__["_tps_state"]
         if _traced_or_replica():
-            return self._maybe_autocast(updates.read(state))
+            value = updates.read(state)
+            if _reads.aggregated and state._kind == SYNC_ON_READ:
+                frame = frames.current()
+                if frame is not None and frame.level == "replica" and updates._replica_context() is not None:
+                    value = _replica_aggregate(state, value)
+            return self._maybe_autocast(value)
         raw = self.__dict__.get("_value")
         if raw is None:
             return super().value
