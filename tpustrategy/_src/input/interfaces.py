@@ -10,28 +10,32 @@ A leaf: no JAX, no internal imports.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterator
 from typing import Any
 
 
-class DistributedIterator:
+class DistributedIterator(abc.ABC):
     """An iterator over a distributed dataset (``tf.distribute.DistributedIterator``).
 
     Each ``get_next()`` is one step: per-replica values for ``strategy.run``.
     """
 
     @property
+    @abc.abstractmethod
     def element_spec(self) -> Any:
         """The type specification of one step (per-replica ``TensorSpec`` s)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def get_next(self) -> Any:
         """The next step; raises ``tps.errors.OutOfRangeError`` at the end."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def get_next_as_optional(self) -> Any:
         """The next step as an ``Optional`` (empty at the end of the input)."""
-        raise NotImplementedError
+        ...
 
     def __iter__(self) -> DistributedIterator:
         return self
@@ -40,7 +44,7 @@ class DistributedIterator:
         return self.get_next()
 
 
-class DistributedDataset:
+class DistributedDataset(abc.ABC):
     """A dataset whose elements are steps split over replicas (``tf.distribute.DistributedDataset``).
 
     Iterate it (``for x in dist_dataset``, ``iter(dist_dataset)``); it takes no
@@ -48,12 +52,14 @@ class DistributedDataset:
     """
 
     @property
+    @abc.abstractmethod
     def element_spec(self) -> Any:
         """The type specification of one step (per-replica ``TensorSpec`` s)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def __iter__(self) -> Iterator[Any]:
-        raise NotImplementedError
+        ...
 
     def reduce(self, initial_state: Any, reduce_fn: Callable[[Any, Any], Any]) -> Any:
         """Folds every step into a state: ``state = reduce_fn(state, step)`` (TensorFlow's ``reduce``).
