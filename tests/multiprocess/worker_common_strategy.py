@@ -13,11 +13,8 @@ line ``RESULT <json>``: ``{case: "ok" | "<Error>: <message>"}``.
 
 from __future__ import annotations
 
-import json
-import sys
-import traceback
-
 import tpustrategy as tps
+from tests.multiprocess.case_runner import run_and_report
 
 tps.initialize(initialization_timeout=30, heartbeat_timeout=10, shutdown_timeout=10, collective_timeout=30)
 
@@ -543,21 +540,4 @@ def test_cluster_resolver_property():
     assert resolver.task_id == PID, resolver.task_id
 
 
-def _describe(e: BaseException) -> str:
-    where = traceback.extract_tb(e.__traceback__)[-1]
-    return f"{type(e).__name__}: {str(e)[:600]} [{where.filename.rsplit('/', 1)[-1]}:{where.lineno}]"
-
-
-out = {}
-only = set(sys.argv[1:])
-for name, fn in CASES.items():
-    if only and name not in only:
-        continue
-    try:
-        fn()
-        out[name] = "ok"
-    except Exception as e:  # noqa: BLE001  (each case's failure is reported, the next one runs)
-        out[name] = _describe(e)
-        traceback.print_exc()
-print("RESULT " + json.dumps(out), flush=True)
-sys.stdout.flush()
+run_and_report(CASES)
