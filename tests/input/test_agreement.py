@@ -195,3 +195,66 @@ def test_a_peer_that_never_arrives_is_named_at_the_deadline(pod, monkeypatch):
     for e in errors:
         assert e.missing == (2,)
         assert "process(es) 2 did not reach step 0" in str(e)
+
+
+def test_a_cancellable_wait_ends_within_a_slice_once_cancelled(pod, monkeypatch):
+    # A prefetch thread's wait for an absent peer must end soon after the thread is let go
+    # (one inside the service's C++ call at interpreter exit aborts the process).
+    import time
+
+    from tpustrategy._src.errors import CancelledError
+    from tpustrategy._src.input import agreement
+
+    monkeypatch.setattr(agreement, "_SLICE_S", 0.2)
+    clients = pod(2)
+    waiting = _agreements(clients, LOCAL, 2, timeout_s=60)[0]
+    let_go = threading.Event()
+    waiting.cancelled = let_go.is_set
+    threading.Timer(0.5, let_go.set).start()
+    started = time.monotonic()
+    with pytest.raises(CancelledError, match="cancelled"):
+        waiting.exchange([2, 2])
+    assert time.monotonic() - started < 30  # not the 60 s deadline
+    # one increment (its sizes are the known ones: no row), then one request per 0.2 s slice
+    assert clients[0].calls["key_value_increment"] == 1
+    assert clients[0].calls["blocking_key_value_get"] >= 3
+
+
+def test_a_cancellable_wait_that_is_not_cancelled_still_meets_its_peer(pod, monkeypatch):
+    from tpustrategy._src.input import agreement
+
+    monkeypatch.setattr(agreement, "_SLICE_S", 0.2)
+    clients = pod(2)
+    agreements = _agreements(clients, LOCAL, 2)
+    for a in agreements:
+        a.cancelled = lambda: False
+    late = [lambda: agreements[0].exchange([2, 2]),
+            lambda: (threading.Event().wait(0.7), agreements[1].exchange([2, 2]))[1]]
+    first, second = _parallel(late)
+    assert first.exists and second.exists and first.sizes is None
+
+
+def test_the_prefetcher_lets_its_thread_go_and_never_cancels_the_consumer():
+    from tpustrategy._src.input.prefetch import Prefetcher
+
+    seen = []
+    entered = threading.Event()
+
+    class Source:
+        def produce(self):
+            if prefetcher.cancelled():
+                seen.append("cancelled at start")
+            entered.set()
+            while not prefetcher.cancelled():  # a long wait that polls, as the agreement's does
+                threading.Event().wait(0.01)
+            seen.append("let go")
+            raise StopIteration
+
+    source = Source()
+    prefetcher = Prefetcher(source.produce, depth=1)
+    assert not prefetcher.cancelled()  # the consumer's thread
+    prefetcher._start()
+    assert entered.wait(30)
+    prefetcher.stop(timeout=30)
+    assert seen == ["let go"]
+    assert not prefetcher.cancelled()

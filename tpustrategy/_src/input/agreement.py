@@ -36,14 +36,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.errors import DeadlineExceededError
+from tpustrategy._src.errors import CancelledError, DeadlineExceededError
 
 _iterators = itertools.count()
 DEFAULT_TIMEOUT_S = 300.0
 BLOCK = 256
 _MARK_AFTER_S = 10.0
+_SLICE_S = 2.0  # a cancellable wait's longest single request (``StepAgreement._get``)
 INFINITE = -1
 
 
@@ -109,6 +112,9 @@ class StepAgreement:
         self._timeout_s = float(timeout_s or DEFAULT_TIMEOUT_S)
         self._width = max(1, self._count.bit_length())
         self._restart = -1
+        # Set by an owner that runs the exchange on a background thread: true once that
+        # thread should give up its wait (``_get``).
+        self.cancelled: Callable[[], bool] | None = None
         self.restart(first=True)
 
     # -- state ------------------------------------------------------------------------------
@@ -261,15 +267,18 @@ class StepAgreement:
     def _wait(self, client: Any, base: str, name: str) -> str:
         first = min(_MARK_AFTER_S, self._timeout_s)
         try:
-            self.requests += 1
-            return client.blocking_key_value_get(f"{base}/d", int(first * 1000))
+            return self._get(client, f"{base}/d", first)
+        except CancelledError:
+            raise
         except Exception as err:  # noqa: BLE001 - the service's deadline (a JaxRuntimeError)
             self._raise_unless_timeout(err)
         # A slow step: say that this process is here, so a deadline can name the absent ones.
-        self.requests += 2
+        self.requests += 1
         client.key_value_set(f"{base}/w/{self._process}", "1")
         try:
-            return client.blocking_key_value_get(f"{base}/d", int(max(1.0, self._timeout_s - first) * 1000))
+            return self._get(client, f"{base}/d", max(1.0, self._timeout_s - first))
+        except CancelledError:
+            raise
         except Exception as err:  # noqa: BLE001
             self._raise_unless_timeout(err)
             here = {int(k.rsplit("/", 1)[1]) for k, _ in client.key_value_dir_get(f"{base}/w/")}
@@ -281,6 +290,32 @@ class StepAgreement:
                 "waited); they may have died, be stuck, or have created their distributed iterators in another "
                 f"order.\nFix: check the log of process(es) {who}; every process must iterate its distributed "
                 "datasets in the same order.", missing=missing) from err
+
+    def _get(self, client: Any, key: str, seconds: float) -> str:
+        """A blocking get of ``key`` within ``seconds``; in slices when the owner can cancel the wait.
+
+        A wait on a background thread (the prefetcher's) must end soon after the
+        thread is let go: one still inside the service's C++ call when the
+        interpreter finalizes aborts the process. So it waits ``_SLICE_S`` at a
+        time and raises ``CancelledError`` between slices once ``cancelled()`` is true
+        (one more request per slice, only on steps slower than a slice).
+        """
+        if self.cancelled is None:
+            self.requests += 1
+            return client.blocking_key_value_get(key, int(seconds * 1000))
+        from tpustrategy._src.cluster import faults
+
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            self.requests += 1
+            try:
+                return client.blocking_key_value_get(key, max(1, int(min(_SLICE_S, left) * 1000)))
+            except Exception as err:  # noqa: BLE001 - a slice's deadline, or a real failure
+                if faults.classify(err) != faults.TIMEOUT or time.monotonic() >= deadline:
+                    raise
+            if self.cancelled():
+                raise CancelledError(f"distributed input: the wait for {key} was cancelled")
 
     @staticmethod
     def _raise_unless_timeout(err: BaseException) -> None:

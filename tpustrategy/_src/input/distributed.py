@@ -78,6 +78,8 @@ class _StepSource:
             rule, sizes_of = self._agreement_rule()
             self._agreement = StepAgreement(rule, len(self._empty_pieces()), sizes_of)
         self._prefetcher = Prefetcher(self._produce, options.prefetch_to_device)
+        if self._agreement is not None:
+            self._agreement.cancelled = self._prefetcher.cancelled
         self._local_done = False
         self._first_replica = 0
 

@@ -46,25 +46,39 @@ class Prefetcher:
         self._depth = depth
         self._cond = threading.Condition()
         self._queue: collections.deque = collections.deque()
-        self._stop = False
         self._thread: threading.Thread | None = None
         # Held while a step is produced and queued, so a state snapshot never
         # falls between "host iterator advanced" and "step visible in the queue".
         self._production = threading.Lock()
+        # The running thread's own "let go" flag (never cleared: a thread that stop() gave
+        # up waiting for still sees it after a new thread starts), read through cancelled().
+        self._cancel = threading.Event()
+        self._local = threading.local()
 
     def _start(self) -> None:
         if self._depth > 0 and self._thread is None:
             _live.add(self)
-            self._stop = False
-            self._thread = threading.Thread(target=self._run, name="tps-prefetch-to-device", daemon=True)
+            self._cancel = threading.Event()
+            self._thread = threading.Thread(target=self._run, args=(self._cancel,),
+                                            name="tps-prefetch-to-device", daemon=True)
             self._thread.start()
 
-    def _run(self) -> None:
+    def cancelled(self) -> bool:
+        """Whether the calling thread is a prefetch thread that ``stop`` has let go.
+
+        Long waits inside ``produce`` (the processes' input agreement) poll it, so the
+        thread ends soon after ``stop``; always False on the consumer's thread.
+        """
+        cancel = getattr(self._local, "cancel", None)
+        return cancel is not None and cancel.is_set()
+
+    def _run(self, cancel: threading.Event) -> None:
+        self._local.cancel = cancel
         while True:
             with self._cond:
-                while len(self._queue) >= self._depth and not self._stop:
+                while len(self._queue) >= self._depth and not cancel.is_set():
                     self._cond.wait()
-                if self._stop:
+                if cancel.is_set():
                     return
             with self._production:
                 produce = self._produce_ref()
@@ -77,7 +91,7 @@ class Prefetcher:
                 except BaseException as e:  # delivered to the consumer
                     item = ("error", e)
                 with self._cond:
-                    if self._stop:
+                    if cancel.is_set():
                         return
                     self._queue.append(item)
                     self._cond.notify_all()
@@ -119,11 +133,10 @@ class Prefetcher:
     def stop(self, timeout: float | None = None) -> None:
         thread = self._thread
         with self._cond:
-            self._stop = True
+            self._cancel.set()
             self._cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
         with self._cond:
             self._queue.clear()
-            self._stop = False
