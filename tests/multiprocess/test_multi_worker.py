@@ -109,12 +109,13 @@ def test_a_ragged_step_runs_eagerly_on_every_process_with_collectives_across_the
         assert even["sum"] == [120.0] * 4
 
 
-def test_a_process_ends_cleanly_while_its_prefetch_thread_waits_for_a_peer():
+def test_a_process_ends_cleanly_while_its_background_threads_wait_in_the_coordination_service():
     # Process 1's prefetch thread is inside the coordination service's blocking get (for
-    # process 0's arrival at step 1, which never comes) when both processes end: the exit
-    # lets the thread go within a wait slice instead of aborting the process from C++
-    # (SIGABRT, "FATAL: exception not rethrown") when the interpreter finalizes.
-    job = run_job("worker_exit_waiting_prefetch.py", devices=1, timeout=90)
+    # process 0's arrival at step 1, which never comes), and both processes' open
+    # PreemptionWatchers poll it, when the processes end: the exit lets those threads go
+    # instead of aborting from C++ (SIGABRT, "FATAL: exception not rethrown") when the
+    # interpreter finalizes.
+    job = run_job("worker_exit_with_waiting_threads.py", devices=1, timeout=90)
     assert job.returncode == 0, job.stderr[-3000:]
     assert "exception not rethrown" not in job.stderr
     results = job.results()

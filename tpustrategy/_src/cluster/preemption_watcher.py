@@ -24,6 +24,8 @@ import signal
 import threading
 from typing import Any
 
+from tpustrategy._src import background
+
 PREEMPTION_KEY = "tpustrategy/preemption/message"
 _LOG = logging.getLogger("tpustrategy")
 _POLL_MS = 1000
@@ -65,6 +67,7 @@ class PreemptionWatcher:
         if self._client is not None:
             self._thread = threading.Thread(target=self._watch_key, name="tps-preemption-watcher", daemon=True)
             self._thread.start()
+            background.register(self)  # its thread waits inside the service's C++ get
 
     # TensorFlow's surface ---------------------------------------------------------------------
     @property
@@ -126,6 +129,11 @@ class PreemptionWatcher:
         self._closed.set()
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
             signal.signal(signal.SIGTERM, self._previous if self._previous is not None else signal.SIG_DFL)
+
+    def stop_at_exit(self) -> None:
+        self.close()
+        if self._thread is not None:
+            self._thread.join(3 * _POLL_MS / 1000)
 
     def __repr__(self) -> str:
         return f"PreemptionWatcher(preemption_message={self._message!r})"

@@ -9,26 +9,13 @@ position of the next step the consumer will get, not of what was prefetched.
 
 from __future__ import annotations
 
-import atexit
 import collections
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-_END = object()
-# Every live prefetcher, so interpreter exit can stop their threads first: a daemon
-# thread killed inside a JAX call during shutdown can abort the process from C++.
-_live: weakref.WeakSet = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for prefetcher in list(_live):
-        try:
-            prefetcher.stop(timeout=5.0)
-        except Exception:  # interpreter shutdown: best effort
-            pass
+from tpustrategy._src import background
 
 
 class Prefetcher:
@@ -57,7 +44,7 @@ class Prefetcher:
 
     def _start(self) -> None:
         if self._depth > 0 and self._thread is None:
-            _live.add(self)
+            background.register(self)  # a thread inside a JAX call at exit aborts the process
             self._cancel = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(self._cancel,),
                                             name="tps-prefetch-to-device", daemon=True)
@@ -129,6 +116,9 @@ class Prefetcher:
                 if self._queue and self._queue[0][0] == "ok":
                     return self._queue[0][1][0]
             return host_state()
+
+    def stop_at_exit(self) -> None:
+        self.stop(timeout=5.0)
 
     def stop(self, timeout: float | None = None) -> None:
         thread = self._thread

@@ -4,8 +4,10 @@ Both processes iterate one per-process pipeline (``distribute_datasets_from_func
 so every step is agreed between the processes). Process 0 reads without
 prefetching and stops after one step; process 1 prefetches, so after its first step
 its background thread waits inside the coordination service for process 0's
-arrival at step 1, which never comes. Both then end normally: process 1's exit must
-let that thread go (not abort from C++ when the interpreter finalizes).
+arrival at step 1, which never comes. Both processes also leave a
+``PreemptionWatcher`` open, whose thread polls the service with blocking gets. Both
+then end normally: the exit must let those threads go (not abort from C++ when the
+interpreter finalizes).
 
 Prints ``RESULT {"steps": n, "pid": i}``.
 """
@@ -22,6 +24,7 @@ tps.initialize(initialization_timeout=30, heartbeat_timeout=10, shutdown_timeout
 import numpy as np  # noqa: E402
 
 strategy = tps.MultiWorkerMirroredStrategy()
+watcher = tps.experimental.PreemptionWatcher()  # never closed
 pid = strategy.cluster_resolver.task_id
 
 
@@ -34,5 +37,6 @@ options = tps.InputOptions(prefetch_to_device=0 if pid == 0 else 2)
 iterator = iter(strategy.distribute_datasets_from_function(dataset_fn, options))
 first = next(iterator)
 assert [np.asarray(x).tolist() for x in strategy.experimental_local_results(first)][0] == [0.0, 1.0]
+assert watcher.preemption_message is None
 print("RESULT " + json.dumps({"steps": 1, "pid": pid}), flush=True)
 sys.stdout.flush()
