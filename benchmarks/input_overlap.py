@@ -144,7 +144,7 @@ def main() -> None:
             return to_device.group(strategy, pieces, True, parsed)
 
         consumer: list[float] = []  # calling-thread seconds inside next(iterator), per pull
-        pull = iterator._tps_pull
+        pull = iterator.tps_pull
 
         def timed_pull():
             t = time.perf_counter()
@@ -152,7 +152,7 @@ def main() -> None:
             consumer.append(time.perf_counter() - t)
             return out
 
-        iterator._tps_pull = timed_pull  # what tps.function calls for next(iterator)
+        iterator.tps_pull = timed_pull  # what tps.function calls for next(iterator)
         cpu: dict[str, list[float]] = {"pipe": [], "res": []}
         res_consumer: list[float] = []
 
