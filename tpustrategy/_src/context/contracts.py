@@ -51,6 +51,11 @@ class StrategyContract(Protocol):
         """The default strategy (no scope entered): one replica, nothing distributed."""
         ...
 
+    @property
+    def supports_per_replica_input(self) -> bool:
+        """Whether ``distribute_datasets_from_function`` takes ``InputReplicationMode.PER_REPLICA``."""
+        ...
+
     def logical_device_scope(self, logical_device_id: int) -> contextlib.AbstractContextManager[Any]:
         """``ReplicaContext.experimental_logical_device``: ops inside go to that core of each replica."""
         ...

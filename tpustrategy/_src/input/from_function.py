@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.context import contracts
 from tpustrategy._src.input import interfaces, split
 from tpustrategy._src.input.distributed import _check_not_in_replica, _StepSource
 from tpustrategy._src.input.input_context import InputContext, InputReplicationMode, check_options
@@ -24,7 +25,7 @@ from tpustrategy._src.input.input_context import InputContext, InputReplicationM
 class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
     """The result of ``distribute_datasets_from_function`` (iterable, no transformations)."""
 
-    def __init__(self, strategy: Any, dataset_fn: Any, options: Any = None, *,
+    def __init__(self, strategy: contracts.StrategyContract, dataset_fn: Any, options: Any = None, *,
                  input_pipeline: tuple[int, int] | None = None):
         from tpustrategy._src.data.dataset import Dataset
 
@@ -35,7 +36,7 @@ class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
         self._num_local = n // num_pipelines
         per_replica = options.experimental_replication_mode is InputReplicationMode.PER_REPLICA
         if per_replica:
-            if not getattr(strategy, "_per_replica_input", False):  # MirroredStrategy
+            if not strategy.supports_per_replica_input:  # MirroredStrategy (context.contracts)
                 raise NotImplementedError(
                     "InputReplicationMode.PER_REPLICA is only supported in MirroredStrategy's "
                     f"distribute_datasets_from_function; {type(strategy).__name__} builds one "

@@ -6,6 +6,12 @@ its arguments and hands the call to ``execution.runner.ReplicaRunner.call``, whi
 compiles the replica function into one program over that mesh (uniform or ragged)
 or, when it cannot be compiled, runs it eagerly (one thread per replica);
 ``reduce`` and friends combine the results.
+
+Inside ``strategy/`` this module sits above ``extended``, ``logical_devices``,
+``reduce``, ``gather`` and ``run_options`` (which never import it) and below
+``default``, ``context`` and ``strategies``; it reads the context stack from
+``context.stack`` directly, not through the ``strategy.context`` accessors, which
+need the default strategy and so sit above it.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.context import contracts, extensions
+from tpustrategy._src.context import contracts, extensions, stack
 from tpustrategy._src.execution import dispatch, host_values
 from tpustrategy._src.execution.runner import ReplicaRunner
 from tpustrategy._src.execution.tracebacks import user_boundary
 from tpustrategy._src.reduce_op import canonical_reduce_op
-from tpustrategy._src.strategy import context
+from tpustrategy._src.strategy.extended import StrategyExtended
+from tpustrategy._src.strategy.logical_devices import logical_device_scope
 from tpustrategy._src.strategy.reduce import reduce_value
 from tpustrategy._src.strategy.run_options import check_run_options
 from tpustrategy._src.values import regroup
@@ -59,6 +66,9 @@ class Strategy:
     """Base class of all strategies (``tf.distribute.Strategy``)."""
 
     _is_default = False
+    # The class of ``strategy.extended`` (``TPUStrategy`` has its own, as in TensorFlow).
+    _extended_type: type[StrategyExtended] = StrategyExtended
+    _per_replica_input = False  # see ``supports_per_replica_input``
 
     def __init__(self, devices: Sequence[jax.Device], *, replica_offset: int = 0,
                  local_devices: Sequence[jax.Device] | None = None, core_grid: Any = None):
@@ -91,13 +101,11 @@ class Strategy:
         return self._num_cores
 
     @property
-    def extended(self) -> Any:
+    def extended(self) -> StrategyExtended:
         """The ``tf.distribute.StrategyExtended`` methods (``reduce_to``, ``batch_reduce_to``, ``update``...)."""
-        found = getattr(self, "_extended", None)
+        found: StrategyExtended | None = getattr(self, "_extended", None)
         if found is None:
-            from tpustrategy._src.strategy.extended import StrategyExtended
-
-            found = self._extended = StrategyExtended(self)
+            found = self._extended = self._extended_type(self)
         return found
 
     @property
@@ -125,6 +133,12 @@ class Strategy:
         """Whether this is the default strategy (no scope entered): one replica, nothing distributed."""
         return self._is_default
 
+    @property
+    def supports_per_replica_input(self) -> bool:
+        """Whether ``distribute_datasets_from_function`` takes ``InputReplicationMode.PER_REPLICA``
+        (one pipeline per replica): ``MirroredStrategy`` and its subclasses only, as in TensorFlow."""
+        return self._per_replica_input
+
     # Scope ----------------------------------------------------------------------
     def scope(self) -> StrategyScope:
         """Makes this strategy current; variables created inside are mirrored.
@@ -143,16 +157,14 @@ class Strategy:
         return None
 
     def _enter_for(self, api: str) -> contextlib.AbstractContextManager[Any]:
-        context.require_cross_replica_or_default(self, api)
-        entry = context.current_entry()
+        stack.require_cross_replica_or_default(self, api)
+        entry = stack.current_entry()
         if entry is not None and entry.strategy is self:
             return contextlib.nullcontext()
-        return context.push(self, None)
+        return stack.push(self, None)
 
     def logical_device_scope(self, logical_device_id: int) -> Any:
         """``ReplicaContext.experimental_logical_device`` (validated; see ``logical_devices``)."""
-        from tpustrategy._src.strategy.logical_devices import logical_device_scope
-
         return logical_device_scope(self, logical_device_id)
 
     # run ------------------------------------------------------------------------
@@ -189,7 +201,7 @@ class Strategy:
             kwargs = {}
         elif not isinstance(kwargs, dict):
             raise ValueError(f"keyword args must be a dict, got {type(kwargs)}")  # TensorFlow's text
-        context.require_cross_replica_or_default(self, "run")
+        stack.require_cross_replica_or_default(self, "run")
         return self._runner.call(fn, args, kwargs)
 
     experimental_run_v2 = run
@@ -278,7 +290,7 @@ class Strategy:
         """
         from tpustrategy._src.input.distributed import DistributedDataset
 
-        context.require_cross_replica_or_default(self, "experimental_distribute_dataset")
+        stack.require_cross_replica_or_default(self, "experimental_distribute_dataset")
         return DistributedDataset(self, dataset, options, input_pipeline=input_pipeline)
 
     def distribute_datasets_from_function(self, dataset_fn: Callable[..., Any], options: Any = None, *,
@@ -286,7 +298,7 @@ class Strategy:
         """Calls ``dataset_fn(InputContext)`` once per input pipeline; no rebatching or sharding."""
         from tpustrategy._src.input.from_function import DistributedDatasetsFromFunction
 
-        context.require_cross_replica_or_default(self, "distribute_datasets_from_function")
+        stack.require_cross_replica_or_default(self, "distribute_datasets_from_function")
         if not callable(dataset_fn):
             raise TypeError(
                 "distribute_datasets_from_function: `dataset_fn` must be a function of an "
@@ -302,7 +314,7 @@ class Strategy:
         """A dataset of the rows of (nested) NumPy arrays; the arrays are sliced, not copied."""
         from tpustrategy._src.data.from_tensors import TensorSliceDataset
 
-        context.require_cross_replica_or_default(self, "experimental_make_numpy_dataset")
+        stack.require_cross_replica_or_default(self, "experimental_make_numpy_dataset")
         if isinstance(numpy_input, list) and all(isinstance(x, np.ndarray) for x in numpy_input):
             numpy_input = np.stack(numpy_input)  # tf.data list semantics: a list is stacked
         return TensorSliceDataset(numpy_input, copy=False)
@@ -327,17 +339,17 @@ class StrategyScope:
 
     def __enter__(self) -> Strategy:
         strategy = self._strategy
-        entry = context.current_entry()
+        entry = stack.current_entry()
         if entry is not None:
             if entry.replica_context is not None and not entry.replica_context.is_default:
-                raise RuntimeError(context.CROSS_REPLICA_ERROR)
+                raise RuntimeError(stack.CROSS_REPLICA_ERROR)
             if entry.strategy is not strategy and not entry.strategy.is_default:
-                raise context.mixing_error(entry.strategy, strategy)
-        stack = contextlib.ExitStack()
-        stack.enter_context(context.push(strategy, strategy._scope_replica_context(), is_scope=True))
+                raise stack.mixing_error(entry.strategy, strategy)
+        exits = contextlib.ExitStack()
+        exits.enter_context(stack.push(strategy, strategy._scope_replica_context(), is_scope=True))
         # Keras 3 support joins the scope only when the user imported Keras.
-        stack.enter_context(extensions.scope_extensions(strategy))
-        self._open.append(stack)
+        exits.enter_context(extensions.scope_extensions(strategy))
+        self._open.append(exits)
         return strategy
 
     def __exit__(self, *exc: Any) -> bool | None:

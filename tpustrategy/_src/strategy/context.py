@@ -1,7 +1,9 @@
 """The user-facing context accessors: ``get_strategy``, ``get_replica_context`` and friends.
 
 The stack itself lives at the bottom of the package graph (``context.stack``); these
-accessors add the default strategy, which needs the strategy package.
+accessors add the default strategy, which needs the strategy package. The top of
+``strategy/``'s own graph besides the concrete strategies: the other strategy
+modules read ``context.stack`` directly, so none of them imports this one.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ from tpustrategy._src.context.stack import (  # noqa: F401 - the strategy packag
     push,
     require_cross_replica_or_default,
 )
+from tpustrategy._src.strategy.default import default_strategy
 
 
 def get_strategy() -> Any:
     """Returns the current strategy: the scope's, the replica function's, or the default."""
     entry = current_entry()
     if entry is None:
-        from tpustrategy._src.strategy.default import default_strategy
-
         return default_strategy()
     return entry.strategy
 
@@ -37,8 +38,6 @@ def get_replica_context() -> Any:
     """
     entry = current_entry()
     if entry is None:
-        from tpustrategy._src.strategy.default import default_strategy
-
         return default_strategy()._default_replica_context
     return entry.replica_context
 

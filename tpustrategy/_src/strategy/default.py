@@ -2,6 +2,9 @@
 
 One replica on JAX's default device; ``run`` calls the function directly (no
 compilation), ``reduce`` follows the one-replica rules.
+
+Above ``base`` and below ``context`` (the accessors that return it); nothing else in
+``strategy/`` imports it.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from typing import Any
 
 import jax
 
+from tpustrategy._src.context import stack
 from tpustrategy._src.replica.context import DefaultReplicaContext
-from tpustrategy._src.strategy import context
 from tpustrategy._src.strategy.base import Strategy
 
 
@@ -28,7 +31,7 @@ class _DefaultDistributionStrategy(Strategy):
     def run(self, fn: Any, args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
         if not isinstance(args, (tuple, list)):
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
-        with context.push(self, self._default_replica_context):
+        with stack.push(self, self._default_replica_context):
             return fn(*args, **(kwargs or {}))
 
     experimental_run_v2 = run

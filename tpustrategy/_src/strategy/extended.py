@@ -13,6 +13,12 @@ reduced value lives replicated on every replica's device.
 ``update(var, fn)`` runs ``fn`` on each component of a sync-on-read variable
 (each gets the same arguments, TensorFlow's rule), and once on a mirrored one
 (its components are one array).
+
+``TPUStrategyExtended`` is ``TPUStrategy``'s (one client in TensorFlow: its worker
+devices are every replica's, and it requires static shapes); a strategy names its
+class in ``Strategy._extended_type``. This module is below ``base`` and imports no
+other strategy module but ``logical_devices``: the context it needs comes from
+``context.stack`` (outside every scope the replica context is the default one).
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tpustrategy._src.context import contracts
-from tpustrategy._src.strategy import context
+from tpustrategy._src.context import contracts, stack
+from tpustrategy._src.replica.context import DefaultReplicaContext
+from tpustrategy._src.strategy.logical_devices import logical_device_scope
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 
 
@@ -245,7 +252,9 @@ class StrategyExtended:
 
     def _replica_ctx_all_reduce(self, reduce_op: Any, value: Any, options: Any = None) -> Any:
         """TensorFlow's private name of ``get_replica_context().all_reduce`` (its own tests call it)."""
-        ctx = context.get_replica_context()
+        entry = stack.current_entry()
+        # Outside every scope the current replica context is the default one (one replica, id 0).
+        ctx = DefaultReplicaContext(self._strategy, 0) if entry is None else entry.replica_context
         if ctx is None or ctx.is_default and self._strategy.num_replicas_in_sync > 1:
             raise RuntimeError(
                 "strategy.extended._replica_ctx_all_reduce must be called in a replica context (inside "
@@ -284,7 +293,7 @@ class StrategyExtended:
         from tpustrategy._src.variables import frames
 
         args, kwargs = tuple(args), dict(kwargs or {})
-        with self._strategy.scope() if context.get_replica_context() is None else contextlib.nullcontext():
+        with self._strategy.scope() if stack.in_cross_replica_context() else contextlib.nullcontext():
             frame = frames.current()
             in_replica_trace = frame is not None and frame.level == "replica"
             if getattr(var, "kind", None) == "sync_on_read" and _is_variable(var) or (in_replica_trace and _is_variable(var)
@@ -304,7 +313,7 @@ class StrategyExtended:
           What ``fn`` returned.
         """
         args, kwargs = tuple(args), dict(kwargs or {})
-        with self._strategy.scope() if context.get_replica_context() is None else contextlib.nullcontext():
+        with self._strategy.scope() if stack.in_cross_replica_context() else contextlib.nullcontext():
             return fn(*_mirrored_args(args), **_mirrored_args(kwargs))
 
     def call_for_each_replica(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None) -> Any:
@@ -312,8 +321,6 @@ class StrategyExtended:
 
     def experimental_logical_device(self, logical_device_id: int) -> Any:
         """Accepted and validated: under SPMD partitioning XLA places variables on the cores."""
-        from tpustrategy._src.strategy.logical_devices import logical_device_scope
-
         return logical_device_scope(self._strategy, logical_device_id)
 
     def value_container(self, value: Any) -> Any:
@@ -332,10 +339,6 @@ class StrategyExtended:
     def worker_devices(self) -> tuple[Any, ...]:
         """The devices replicas run on: this process's (Mirrored, MultiWorkerMirrored, OneDevice), or,
         for ``TPUStrategy`` (one client in TensorFlow), every replica's (core 0 of each)."""
-        from tpustrategy._src.strategy.strategies import TPUStrategy
-
-        if isinstance(self._strategy, TPUStrategy):
-            return tuple(self._strategy._devices)
         return tuple(self._strategy._local_devices)
 
     @property
@@ -357,9 +360,8 @@ class StrategyExtended:
 
     @property
     def experimental_require_static_shapes(self) -> bool:
-        from tpustrategy._src.strategy.strategies import TPUStrategy
-
-        return isinstance(self._strategy, TPUStrategy)
+        """Whether the strategy needs static shapes (TensorFlow: ``TPUStrategy`` only)."""
+        return False
 
     @property
     def experimental_between_graph(self) -> bool:
@@ -386,3 +388,16 @@ class StrategyExtended:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._strategy, name)
+
+
+class TPUStrategyExtended(StrategyExtended):
+    """``TPUStrategy``'s ``strategy.extended`` (TensorFlow's ``TPUExtended``): one client drives every replica."""
+
+    @property
+    def worker_devices(self) -> tuple[Any, ...]:
+        """Every replica's device (core 0 of each), over the whole job."""
+        return tuple(self._strategy._devices)
+
+    @property
+    def experimental_require_static_shapes(self) -> bool:
+        return True

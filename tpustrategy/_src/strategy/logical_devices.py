@@ -17,6 +17,9 @@ Inside a replica function (or ``tps.function``) they are
 ``jax.lax.with_sharding_constraint``; applied to a ``tps.Variable`` in
 cross-replica context they re-lay its storage, so a weight split over C cores
 keeps 1/C of it on each device, in every program that reads or writes it.
+
+A leaf of ``strategy/``: it takes the strategy as an argument (or is mixed into
+it) and imports no other strategy module.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.context import contracts
+from tpustrategy._src.context import contracts, stack
 from tpustrategy._src.values.mesh_axis import CORE_AXIS
 from tpustrategy._src.variables import frames
 
@@ -117,9 +120,7 @@ def _apply(strategy: Any, x: Any, spec: P) -> Any:
 
 
 def _replica_context() -> Any:
-    from tpustrategy._src.strategy import context
-
-    entry = context.current_entry()
+    entry = stack.current_entry()
     return None if entry is None else entry.replica_context
 
 

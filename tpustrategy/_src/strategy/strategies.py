@@ -1,4 +1,8 @@
-"""The concrete strategies: Mirrored, TPU, OneDevice and MultiWorkerMirrored."""
+"""The concrete strategies: Mirrored, TPU, OneDevice and MultiWorkerMirrored.
+
+Above ``base`` (and ``extended`` / ``logical_devices``, which it mixes in or names);
+only ``central_storage`` imports it.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from tpustrategy._src.cluster.default import default_resolver
 from tpustrategy._src.devices.mesh import resolve_device, resolve_devices
 from tpustrategy._src.strategy.base import Strategy
 from tpustrategy._src.strategy.communication import check_cross_device_ops
+from tpustrategy._src.strategy.extended import TPUStrategyExtended
 from tpustrategy._src.strategy.logical_devices import LogicalDevices
 
 logger = logging.getLogger("tpustrategy")
@@ -29,7 +34,8 @@ class MirroredStrategy(Strategy):
         all-reduce algorithm, the results are the same).
     """
 
-    # InputReplicationMode.PER_REPLICA in distribute_datasets_from_function (TensorFlow: Mirrored only).
+    # Strategy.supports_per_replica_input: InputReplicationMode.PER_REPLICA in
+    # distribute_datasets_from_function (TensorFlow: Mirrored only).
     _per_replica_input = True
 
     def __init__(self, devices: Sequence[Any] | None = None, cross_device_ops: Any = None):
@@ -64,6 +70,8 @@ class TPUStrategy(LogicalDevices, Strategy):
         partitioning; partitioning here is always SPMD, and with it set
         ``experimental_assign_to_logical_device`` raises, as in TensorFlow.
     """
+
+    _extended_type = TPUStrategyExtended  # one client drives every replica (TensorFlow's TPUExtended)
 
     def __init__(self, tpu_cluster_resolver: Any = None, device_assignment: Any = None,
                  experimental_device_assignment: Any = None, experimental_spmd_xla_partitioning: bool = False):
