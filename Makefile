@@ -39,9 +39,8 @@ bench: $(VENV)/.installed-test $(TFVENV)/.installed
 lint: $(VENV)/.installed-test typecheck
 	$(PY) -m ruff check tpustrategy tests benchmarks examples
 
-# Strict type checking (settings in pyproject.toml [tool.mypy]) of the packages that pass it;
-# still to come: tpustrategy/_src/variables (25 errors left).
-TYPECHECKED := tpustrategy/_src/context tpustrategy/_src/values tpustrategy/_src/execution
+# Strict type checking (settings in pyproject.toml [tool.mypy]) of the packages that pass it.
+TYPECHECKED := tpustrategy/_src/context tpustrategy/_src/values tpustrategy/_src/execution tpustrategy/_src/variables
 
 typecheck: $(VENV)/.installed-test
 	$(PY) -m mypy $(TYPECHECKED)

@@ -13,11 +13,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
+import jax
+
+from tpustrategy._src.variables.state import VariableState
+
 
 class ReadObserver(Protocol):
     """What a recording tape provides."""
 
-    def on_read(self, variable: Any, value: Any) -> Any:
+    def on_read(self, variable: VariableState, value: jax.Array) -> jax.Array:
         """Called with each value read; returns the value to hand to the caller."""
 
     def to_stored(self, value: Any) -> Any:
@@ -45,7 +49,7 @@ def active() -> bool:
     return bool(_state.observers)
 
 
-def on_read(variable: Any, value: Any) -> Any:
+def on_read(variable: VariableState, value: jax.Array) -> jax.Array:
     for observer in list(_state.observers):
         value = observer.on_read(variable, value)
     return value

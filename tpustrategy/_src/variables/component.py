@@ -12,16 +12,18 @@ replica's copy on that replica's device(s) (no copy); writing it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from tpustrategy._src.jax_shims import array_protocol
+from tpustrategy._src.types import Shape
 from tpustrategy._src.variables import frames
-
-SYNC_ON_READ = "sync_on_read"
+from tpustrategy._src.variables.state import SYNC_ON_READ, VariableState, first_device
 
 
 class ReplicaComponent:
@@ -29,7 +31,7 @@ class ReplicaComponent:
 
     __array_priority__ = 100
 
-    def __init__(self, variable: Any, local_index: int, replica_id: int):
+    def __init__(self, variable: VariableState, local_index: int, replica_id: int) -> None:
         self._variable = variable
         self._local_index = local_index
         self._replica_id = replica_id
@@ -40,16 +42,16 @@ class ReplicaComponent:
         return f"{base}:0" if self._replica_id == 0 else f"{base}/replica_{self._replica_id}:0"
 
     @property
-    def primary(self) -> Any:
+    def primary(self) -> VariableState:
         """The distributed variable this component belongs to (TensorFlow's ``_primary``)."""
         return self._variable
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> Shape:
         return self._variable.shape
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> np.dtype[Any]:
         return self._variable.dtype
 
     @property
@@ -57,18 +59,18 @@ class ReplicaComponent:
         return self._variable.trainable
 
     @property
-    def device(self) -> Any:
+    def device(self) -> jax.Device | None:
         """The replica's device (its first core when it has several)."""
         value = self.read_value()
         if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
-            return min(value.sharding.device_set, key=lambda d: d.id)
+            return first_device(value)
         return None
 
-    def devices(self) -> set[Any]:
+    def devices(self) -> set[jax.Device]:
         value = self.read_value()
         return set(value.sharding.device_set) if isinstance(value, jax.Array) else set()
 
-    def read_value(self) -> Any:
+    def read_value(self) -> jax.Array:
         return self._variable._local_components()[self._local_index]
 
     value = read_value
@@ -76,10 +78,10 @@ class ReplicaComponent:
     def numpy(self) -> np.ndarray:
         return np.asarray(self.read_value())
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         return np.asarray(self.read_value(), dtype=dtype)
 
-    def __jax_array__(self) -> Any:
+    def __jax_array__(self) -> jax.Array:
         return self.read_value()
 
     def __float__(self) -> float:
@@ -97,8 +99,11 @@ class ReplicaComponent:
     def __len__(self) -> int:
         return len(self.read_value())
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> jax.Array:
         return self.read_value()[index]
+
+    def __neg__(self) -> jax.Array:
+        return -self.read_value()
 
     def __repr__(self) -> str:
         shown = "<traced>" if frames.current() else np.asarray(self.read_value())
@@ -129,34 +134,40 @@ class ReplicaComponent:
         frames.set_global_value(var, new_stacked)
         return self
 
-    def assign(self, value: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign(
+        self, value: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> ReplicaComponent | None:
         """Sets this replica's component (sync-on-read variables only)."""
         self._write("assign", value)
         return self if read_value else None
 
-    def assign_add(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign_add(
+        self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> ReplicaComponent | None:
         self._write("assign_add", delta)
         return self if read_value else None
 
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign_sub(
+        self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> ReplicaComponent | None:
         self._write("assign_sub", delta)
         return self if read_value else None
 
 
-def _binary(op: Any, reflected: bool = False) -> Any:
-    def method(self: ReplicaComponent, other: Any) -> Any:
+def _binary(op: Callable[..., jax.Array], reflected: bool = False) -> Callable[[ReplicaComponent, Any], jax.Array]:
+    def method(self: ReplicaComponent, other: Any) -> jax.Array:
         a = self.read_value()
         return op(other, a) if reflected else op(a, other)
 
     return method
 
 
-for _name, _op in {
+_BINARY: dict[str, Callable[..., jax.Array]] = {
     "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
     "pow": jnp.power, "matmul": jnp.matmul,
-}.items():
+}
+for _name, _op in _BINARY.items():
     setattr(ReplicaComponent, f"__{_name}__", _binary(_op))
     setattr(ReplicaComponent, f"__r{_name}__", _binary(_op, reflected=True))
-ReplicaComponent.__neg__ = lambda self: -self.read_value()  # type: ignore[attr-defined]
 
 array_protocol.register(ReplicaComponent, lambda c: c.read_value())

@@ -11,15 +11,26 @@ sharding, so writing one variable leaves the other as it was.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from tpustrategy._src.variables import frames, ids
+from tpustrategy._src.variables.state import SYNC_ON_READ, VariableState
 
 
-def _copy_array(value: Any) -> Any:
+class _Copyable(VariableState, Protocol):
+    """A variable ``deep_copy`` can copy: its state, and the value it was created with."""
+
+    _initial: np.ndarray | jax.Array | None
+
+
+V = TypeVar("V", bound=_Copyable)
+
+
+def _copy_array(value: jax.Array) -> jax.Array:
     if isinstance(value, jax.Array):
         out = jnp.array(value, copy=True)
         if out.sharding != value.sharding:
@@ -28,7 +39,7 @@ def _copy_array(value: Any) -> Any:
     return value
 
 
-def deep_copy(var: Any, memo: dict[int, Any]) -> Any:
+def deep_copy(var: V, memo: dict[int, Any]) -> V:
     """A new variable equal to ``var`` now, independent of it from then on."""
     if frames.current() is not None or isinstance(var._value, jax.core.Tracer):
         raise NotImplementedError(
@@ -40,6 +51,6 @@ def deep_copy(var: Any, memo: dict[int, Any]) -> Any:
     new._id = ids.next_id()
     new._value = _copy_array(var._value)
     # TensorFlow's copy starts from the current value: that is its initial value.
-    new._initial = new._value[0] if var._kind == "sync_on_read" else new._value
+    new._initial = new._value[0] if var._kind == SYNC_ON_READ else new._value
     memo[id(var)] = new
     return new

@@ -20,7 +20,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+
+from tpustrategy._src.context import contracts
+from tpustrategy._src.types import Shape
+from tpustrategy._src.variables.state import VariableState
 
 
 class Frame:
@@ -34,28 +39,35 @@ class Frame:
       strategy: the strategy running the replica function (replica level).
     """
 
-    def __init__(self, level: str, inputs: dict[Any, Any], created: list[Any], strategy: Any = None):
+    def __init__(
+        self,
+        level: str,
+        inputs: dict[VariableState, jax.Array],
+        created: list[VariableState],
+        strategy: contracts.StrategyContract | None = None,
+    ) -> None:
         self.level = level
         self.strategy = strategy
-        self._current: dict[Any, Any] = dict(inputs)
-        self.missing: list[Any] = []
-        self.written: list[Any] = []
+        self._current: dict[VariableState, jax.Array] = dict(inputs)
+        self.missing: list[VariableState] = []
+        self.written: list[VariableState] = []
         self.created = created
         self._created_index = 0
-        self.strategies: list[Any] = [strategy] if strategy is not None else []
-        self.pulls: Any = None  # execution.pulls.TracePulls at the cross-replica level
+        self.strategies: list[contracts.StrategyContract] = [strategy] if strategy is not None else []
+        # execution.pulls.TracePulls at the cross-replica level (a package above this one).
+        self.pulls: Any = None
         # Variables created in this trace from traced values: the program computes their
         # first value (they are outputs, not inputs) — such a program runs once.
-        self.initialised: list[Any] = []
+        self.initialised: list[VariableState] = []
 
-    def note_strategy(self, strategy: Any) -> None:
+    def note_strategy(self, strategy: contracts.StrategyContract | None) -> None:
         if strategy is not None and strategy not in self.strategies:
             self.strategies.append(strategy)
 
-    def has(self, var: Any) -> bool:
+    def has(self, var: VariableState) -> bool:
         return var in self._current
 
-    def read(self, var: Any, placeholder_shape: tuple[int, ...]) -> Any:
+    def read(self, var: VariableState, placeholder_shape: Shape) -> jax.Array:
         self.note_strategy(var._strategy)
         if var in self._current:
             return self._current[var]
@@ -63,7 +75,7 @@ class Frame:
             self.missing.append(var)
         return jnp.zeros(placeholder_shape, var.dtype)
 
-    def write(self, var: Any, value: Any) -> None:
+    def write(self, var: VariableState, value: jax.Array) -> None:
         self.note_strategy(var._strategy)
         if var not in self._current and var not in self.missing:
             self.missing.append(var)
@@ -71,24 +83,24 @@ class Frame:
         if var not in self.written:
             self.written.append(var)
 
-    def initialise(self, var: Any, value: Any) -> None:
+    def initialise(self, var: VariableState, value: jax.Array) -> None:
         self._current[var] = value
         if var not in self.written:
             self.written.append(var)
         if var not in self.initialised:
             self.initialised.append(var)
 
-    def current(self, var: Any) -> Any:
+    def current(self, var: VariableState) -> jax.Array:
         return self._current[var]
 
-    def next_created(self) -> Any:
+    def next_created(self) -> VariableState | None:
         if self._created_index < len(self.created):
             var = self.created[self._created_index]
             self._created_index += 1
             return var
         return None
 
-    def register_created(self, var: Any) -> None:
+    def register_created(self, var: VariableState) -> None:
         self.created.append(var)
         self._created_index = len(self.created)
 
@@ -112,18 +124,18 @@ def outermost() -> Frame | None:
 class active:
     """Context manager that pushes a frame."""
 
-    def __init__(self, frame: Frame):
+    def __init__(self, frame: Frame) -> None:
         self._frame = frame
 
     def __enter__(self) -> Frame:
         _stack.frames.append(self._frame)
         return self._frame
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         _stack.frames.pop()
 
 
-def global_value(var: Any) -> Any:
+def global_value(var: VariableState) -> jax.Array:
     """The variable's current global value: traced in a cross-replica frame, else concrete."""
     for frame in reversed(_stack.frames):
         if frame.level == "cross":
@@ -131,7 +143,7 @@ def global_value(var: Any) -> Any:
     return var._value
 
 
-def set_global_value(var: Any, value: Any) -> None:
+def set_global_value(var: VariableState, value: jax.Array) -> None:
     for frame in reversed(_stack.frames):
         if frame.level == "cross":
             if getattr(var, "_pending_init", False):

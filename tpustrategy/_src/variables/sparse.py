@@ -22,23 +22,40 @@ context; in cross-replica context the op acts on its aggregated value (as
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tpustrategy._src.types import Shape
 from tpustrategy._src.variables import updates
 from tpustrategy._src.variables.enums import VariableAggregation
 from tpustrategy._src.variables.indexed_slices import IndexedSlices
+from tpustrategy._src.variables.state import MIRRORED, VariableState
+
+# The variable written: each scatter returns it, typed as given (``tps.Variable`` for its methods).
+V = TypeVar("V", bound=VariableState)
+
+
+class _Shaped(Protocol):
+    """What the index checks read: a name and a shape (a variable, or ``_Row``'s view of one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def shape(self) -> Shape: ...
+
 
 _SCATTER_ERROR = ("{op_name} is only supported for mirrored variable (variable created within certain "
                   "`tf.distribute.Strategy` scope) with NONE or `ONLY_FIRST_REPLICA` aggregation, got: "
                   "{aggregation}.")
 
 
-def _check_aggregation(var: Any, op_name: str) -> None:
-    if var._kind == "mirrored" and var.aggregation not in (
+def _check_aggregation(var: VariableState, op_name: str) -> None:
+    if var._kind == MIRRORED and var.aggregation not in (
             VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA):
         raise NotImplementedError(
             _SCATTER_ERROR.format(op_name=op_name, aggregation=var.aggregation)
@@ -46,7 +63,7 @@ def _check_aggregation(var: Any, op_name: str) -> None:
             "aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA.")
 
 
-def _slices(var: Any, op_name: str, sparse_delta: Any) -> tuple[Any, Any]:
+def _slices(var: VariableState, op_name: str, sparse_delta: Any) -> tuple[Any, Any]:
     if not isinstance(sparse_delta, IndexedSlices):
         raise TypeError(
             f"Variable.{op_name}: Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: "
@@ -55,7 +72,7 @@ def _slices(var: Any, op_name: str, sparse_delta: Any) -> tuple[Any, Any]:
     return sparse_delta.indices, sparse_delta.values
 
 
-def _indices(var: Any, op_name: str, indices: Any, index_depth: int | None) -> Any:
+def _indices(var: _Shaped, op_name: str, indices: Any, index_depth: int | None) -> jax.Array:
     idx = jnp.asarray(indices)
     if not jnp.issubdtype(idx.dtype, jnp.integer):
         raise TypeError(
@@ -87,17 +104,17 @@ def _indices(var: Any, op_name: str, indices: Any, index_depth: int | None) -> A
     return idx
 
 
-def _values(var: Any, op_name: str, values: Any, target_shape: tuple[int, ...]) -> Any:
+def _values(var: VariableState, op_name: str, values: Any, target_shape: Shape) -> jax.Array:
     vals = jnp.asarray(values)
     updates.check_value(var, op_name, vals, target_shape)
     return jnp.broadcast_to(vals.astype(var.dtype), target_shape)
 
 
-def _current(var: Any) -> Any:
+def _current(var: VariableState) -> jax.Array:
     return jnp.asarray(var.read_value())
 
 
-def _apply_rows(var: Any, op_name: str, sparse_delta: Any) -> Any:
+def _apply_rows(var: VariableState, op_name: str, sparse_delta: Any) -> jax.Array:
     """The new value of ``var`` after a row-wise scatter (update/min/max/mul/div)."""
     _check_aggregation(var, op_name)  # TensorFlow checks the aggregation first
     indices, values = _slices(var, op_name, sparse_delta)
@@ -120,7 +137,7 @@ def _apply_rows(var: Any, op_name: str, sparse_delta: Any) -> Any:
     return current / denominator
 
 
-def scatter(var: Any, op_name: str, sparse_delta: Any) -> Any:
+def scatter(var: V, op_name: str, sparse_delta: Any) -> V:
     """``scatter_add`` / ``sub`` / ``update`` / ``min`` / ``max`` / ``mul`` / ``div`` of ``var``."""
     if op_name in ("scatter_add", "scatter_sub"):
         indices, values = _slices(var, op_name, sparse_delta)
@@ -134,7 +151,7 @@ def scatter(var: Any, op_name: str, sparse_delta: Any) -> Any:
     return var
 
 
-def batch_scatter_update(var: Any, sparse_delta: Any) -> Any:
+def batch_scatter_update(var: V, sparse_delta: Any) -> V:
     """``ref[b..., indices[b..., i]] = values[b..., i]``: the last index dimension picks rows per batch."""
     op_name = "batch_scatter_update"
     _check_aggregation(var, op_name)  # TensorFlow checks the aggregation first
@@ -164,12 +181,12 @@ def batch_scatter_update(var: Any, sparse_delta: Any) -> Any:
 class _Row:
     """The view of a variable whose first dimension is ``var.shape[axis]`` (for index checks)."""
 
-    def __init__(self, var: Any, axis: int):
+    def __init__(self, var: VariableState, axis: int) -> None:
         self.name = var.name
-        self.shape = tuple(var.shape[axis:])
+        self.shape: Shape = tuple(var.shape[axis:])
 
 
-def scatter_nd(var: Any, op_name: str, indices: Any, values: Any) -> Any:
+def scatter_nd(var: V, op_name: str, indices: Any, values: Any) -> V:
     """``scatter_nd_add`` / ``sub`` / ``update`` / ``min`` / ``max``: ``indices[..., k]`` index ``k`` dimensions."""
     idx = _indices(var, op_name, indices, int(np.shape(indices)[-1]) if np.ndim(indices) else 0)
     depth = int(idx.shape[-1])
@@ -182,18 +199,20 @@ def scatter_nd(var: Any, op_name: str, indices: Any, values: Any) -> Any:
         return var
     _check_aggregation(var, op_name)
     at = _current(var).at[where]
-    new = {"scatter_nd_update": at.set, "scatter_nd_min": at.min, "scatter_nd_max": at.max}[op_name](vals)
+    apply: dict[str, Callable[..., jax.Array]] = {
+        "scatter_nd_update": at.set, "scatter_nd_min": at.min, "scatter_nd_max": at.max}
+    new = apply[op_name](vals)
     updates.write(var, "assign", new, True, label=op_name)
     return var
 
 
-def sparse_read(var: Any, indices: Any) -> Any:
+def sparse_read(var: VariableState, indices: Any) -> jax.Array:
     """Rows ``indices`` of the variable's value in the current context (``tf.gather(v, indices)``)."""
     idx = _indices(var, "sparse_read", indices, None)
     return jnp.take(_current(var), idx, axis=0)
 
 
-def gather_nd(var: Any, indices: Any) -> Any:
+def gather_nd(var: VariableState, indices: Any) -> jax.Array:
     """``v[indices[..., 0], ..., indices[..., k-1]]`` (``tf.gather_nd(v, indices)``)."""
     idx = _indices(var, "gather_nd", indices, int(np.shape(indices)[-1]) if np.ndim(indices) else 0)
     return _current(var)[tuple(idx[..., j] for j in range(int(idx.shape[-1])))]

@@ -21,22 +21,30 @@ from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import access, frames
 from tpustrategy._src.variables.enums import VariableAggregation
-
-MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
+from tpustrategy._src.variables.frames import Frame
+from tpustrategy._src.variables.state import (
+    MIRRORED,
+    PLAIN,
+    SYNC_ON_READ,
+    VariableState,
+    strategy_of,
+)
 
 
 def _replica_context() -> Any:
+    """The current replica context (untyped in ``context.stack``'s entries), None in cross-replica context."""
     entry = context.current_entry()
     if entry is None or entry.replica_context is None or contracts.is_default(entry.replica_context):
         return None
     return entry.replica_context
 
 
-def _check_strategy(var: Any, reading: bool = False) -> None:
+def _check_strategy(var: VariableState, reading: bool = False) -> None:
     """Refuses a variable of another strategy, except a mirrored variable being read.
 
     TensorFlow lets a replica function of one strategy read a mirrored variable made under
@@ -51,7 +59,7 @@ def _check_strategy(var: Any, reading: bool = False) -> None:
         raise context.mixing_error(entry.strategy, var._strategy)
 
 
-def aggregate_read(var: Any, stacked: Any) -> Any:
+def aggregate_read(var: VariableState, stacked: jax.Array) -> jax.Array:
     agg = var._aggregation
     if agg is VariableAggregation.SUM:
         return jnp.sum(stacked, axis=0)
@@ -66,13 +74,13 @@ def aggregate_read(var: Any, stacked: Any) -> Any:
     )
 
 
-def read(var: Any) -> Any:
+def read(var: VariableState) -> jax.Array:
     """The value of ``var`` in the current context (seen by a recording tape, if any)."""
     value = _read(var)
     return access.on_read(var, value) if access.active() else value
 
 
-def _read(var: Any) -> Any:
+def _read(var: VariableState) -> jax.Array:
     frame = frames.current()
     if frame is not None:
         if frame.level == "replica":
@@ -98,19 +106,22 @@ def _in_merge_fn() -> bool:
     return entry is not None and entry.replica_context is None
 
 
-def _aggregate_traced(var: Any, local: Any) -> Any:
+def _aggregate_traced(var: VariableState, local: jax.Array) -> jax.Array:
     """A sync-on-read variable read in ``merge_fn`` of a compiled replica function: the aggregate."""
     agg = var._aggregation
+    out: jax.Array  # jax.lax's collectives are typed Any
     if agg is VariableAggregation.SUM:
-        return jax.lax.psum(local, REPLICA_AXIS)
-    if agg is VariableAggregation.MEAN:
-        return jax.lax.psum(local, REPLICA_AXIS) / var._strategy.num_replicas_in_sync
-    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        return jax.lax.all_gather(local, REPLICA_AXIS)[0]
-    return aggregate_read(var, local)  # raises TensorFlow's error for NONE
+        out = jax.lax.psum(local, REPLICA_AXIS)
+    elif agg is VariableAggregation.MEAN:
+        out = jax.lax.psum(local, REPLICA_AXIS) / strategy_of(var).num_replicas_in_sync
+    elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        out = jax.lax.all_gather(local, REPLICA_AXIS)[0]
+    else:
+        out = aggregate_read(var, local)  # raises TensorFlow's error for NONE
+    return out
 
 
-def combine(var: Any, method: str, current: Any, value: Any) -> Any:
+def combine(var: VariableState, method: str, current: jax.Array, value: Any) -> jax.Array:
     value = jnp.asarray(value)
     check_value(var, method, value, current.shape)
     if method == "assign":
@@ -127,7 +138,7 @@ def combine(var: Any, method: str, current: Any, value: Any) -> Any:
     return new.astype(var.dtype)
 
 
-def check_value(var: Any, method: str, value: Any, target_shape: tuple[int, ...]) -> None:
+def check_value(var: VariableState, method: str, value: jax.Array, target_shape: Shape) -> None:
     """TensorFlow's checks of an update: no float into an integer variable, shapes that fit."""
     dtype = np.dtype(var.dtype)
     vdtype = np.dtype(value.dtype)
@@ -150,7 +161,7 @@ def check_value(var: Any, method: str, value: Any, target_shape: tuple[int, ...]
         )
 
 
-def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
+def _plain_value(var: VariableState, value: Any, in_replica: bool) -> Any:
     if isinstance(value, DistributedValues):
         if isinstance(value, Mirrored):
             return value.replicated_array
@@ -162,7 +173,7 @@ def _plain_value(var: Any, value: Any, in_replica: bool) -> Any:
     return value
 
 
-def write(var: Any, method: str, value: Any, read_value: bool, label: str | None = None) -> None:
+def write(var: VariableState, method: str, value: Any, read_value: bool, label: str | None = None) -> None:
     """Applies ``var.<method>(value)`` in the current context; ``label`` names the user's op in errors."""
     frame = frames.current()
     ctx = _replica_context()
@@ -180,7 +191,7 @@ def write(var: Any, method: str, value: Any, read_value: bool, label: str | None
         _cross_replica_update(var, method, value, label)
 
 
-def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx: Any) -> Any:
+def _compiled_replica_update(var: VariableState, method: str, value: Any, frame: Frame, ctx: Any) -> jax.Array:
     current = frame.read(var, var._shape)
     v = jnp.asarray(value)
     if var._kind == SYNC_ON_READ:
@@ -192,14 +203,10 @@ def _compiled_replica_update(var: Any, method: str, value: Any, frame: Any, ctx:
         if method == "assign":
             return combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
         return combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
-    v = _aggregate_compiled(var, v, ctx)
-    new = combine(var, method, current, v)
-    if var._aggregation is VariableAggregation.NONE:
-        frame.none_updates = getattr(frame, "none_updates", []) + [var]
-    return new
+    return combine(var, method, current, _aggregate_compiled(var, v, ctx))
 
 
-def _merge_fn_update(var: Any, method: str, value: Any, frame: Any, label: str | None = None) -> Any:
+def _merge_fn_update(var: VariableState, method: str, value: Any, frame: Frame, label: str | None = None) -> jax.Array:
     """A write in ``merge_fn`` of a compiled replica function: cross-replica semantics.
 
     The trace stands for every replica at once, so a value equal on every replica (a
@@ -224,24 +231,25 @@ def _merge_fn_update(var: Any, method: str, value: Any, frame: Any, label: str |
                 f"SyncOnReadVariable does not support `{label or method}` in cross-replica context "
                 "when aggregation is set to `tf.VariableAggregation.SUM`."
             )
-        v = (v / var._strategy.num_replicas_in_sync).astype(var.dtype)
+        v = (v / strategy_of(var).num_replicas_in_sync).astype(var.dtype)
     return combine(var, method, current, v)
 
 
-def _aggregate_compiled(var: Any, v: Any, ctx: Any) -> Any:
+def _aggregate_compiled(var: VariableState, v: jax.Array, ctx: Any) -> jax.Array:
     agg = var._aggregation
     n = ctx.num_replicas_in_sync
+    out: jax.Array = v  # jax.lax's collectives are typed Any
     if agg is VariableAggregation.SUM:
-        return jax.lax.psum(v, REPLICA_AXIS)
-    if agg is VariableAggregation.MEAN:
+        out = jax.lax.psum(v, REPLICA_AXIS)
+    elif agg is VariableAggregation.MEAN:
         v = v.astype(var.dtype)
-        return jax.lax.psum(v, REPLICA_AXIS) / jnp.asarray(n, v.dtype)
-    if agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        return jax.lax.all_gather(v, REPLICA_AXIS)[0]
-    return v
+        out = jax.lax.psum(v, REPLICA_AXIS) / jnp.asarray(n, v.dtype)
+    elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
+        out = jax.lax.all_gather(v, REPLICA_AXIS)[0]
+    return out
 
 
-def none_aggregation_error(var: Any) -> ValueError:
+def none_aggregation_error(var: VariableState) -> ValueError:
     return ValueError(
         f"You must specify an aggregation method to update a MirroredVariable in Replica "
         f"Context: {var.name!r} has aggregation=NONE and was updated in a replica function with "
@@ -254,7 +262,7 @@ def none_aggregation_error(var: Any) -> ValueError:
 _warned_plain: set[int] = set()
 
 
-def warn_plain_variable(var: Any, method: str, num_replicas: int) -> None:
+def warn_plain_variable(var: VariableState, method: str, num_replicas: int) -> None:
     """TensorFlow applies every replica's update to a variable made outside any scope; say so once."""
     if num_replicas <= 1 or var._id in _warned_plain:
         return
@@ -273,7 +281,7 @@ def warn_plain_variable(var: Any, method: str, num_replicas: int) -> None:
     )
 
 
-def initialise_in_frame(var: Any, frame: Any, value: Any) -> None:
+def initialise_in_frame(var: VariableState, frame: Frame, value: jax.Array) -> None:
     """A variable created in a traced step from a traced value: the program initialises it.
 
     In a replica function a mirrored variable takes replica 0's value
@@ -288,11 +296,12 @@ def initialise_in_frame(var: Any, frame: Any, value: Any) -> None:
     frame.initialise(var, value)
 
 
-def _eager_replica_update(var: Any, method: str, value: Any, ctx: Any) -> None:
+def _eager_replica_update(
+        var: VariableState, method: str, value: Any, ctx: contracts.EagerReplicaContract) -> None:
     device = ctx.device
     v = jax.device_put(jnp.asarray(value), device)
     everyone = ctx.rendezvous.exchange(ctx.local_replica_id, f"{method}:{var.name}", v)
-    error = None
+    error: BaseException | None = None
     if ctx.local_replica_id == 0:
         try:
             _apply_eager(var, method, [np.asarray(x) for x in everyone])
@@ -303,12 +312,12 @@ def _eager_replica_update(var: Any, method: str, value: Any, ctx: Any) -> None:
         raise outcome[0]
 
 
-def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
+def _apply_eager(var: VariableState, method: str, values: list[np.ndarray]) -> None:
     n = len(values)
     if var._kind == SYNC_ON_READ:
         comps = [np.asarray(c) for c in var._local_components()]
-        new = np.stack([np.asarray(combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
-        var._value = jax.device_put(new, var._value.sharding)
+        stacked = np.stack([np.asarray(combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
+        var._value = jax.device_put(stacked, var._value.sharding)
         return
     current = jnp.asarray(np.asarray(var._local_components()[0]))
     if var._kind == PLAIN:
@@ -319,24 +328,25 @@ def _apply_eager(var: Any, method: str, values: list[np.ndarray]) -> None:
         var._value = jax.device_put(new, var._value.sharding)
         return
     agg = var._aggregation
+    update: np.ndarray | float
     if agg is VariableAggregation.SUM:
-        v = sum(values[1:], values[0])
+        update = sum(values[1:], values[0])
     elif agg is VariableAggregation.MEAN:
-        v = sum(v.astype(var.dtype) for v in values) / n
+        update = sum(v.astype(var.dtype) for v in values) / n
     elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        v = values[0]
+        update = values[0]
     else:
         if not all(np.array_equal(values[0], x) for x in values[1:]):
             raise none_aggregation_error(var)
-        v = values[0]
-    new = combine(var, method, current, v)
+        update = values[0]
+    new = combine(var, method, current, update)
     var._value = jax.device_put(new, var._value.sharding)
 
 
-def _cross_replica_update(var: Any, method: str, value: Any, label: str | None = None) -> None:
+def _cross_replica_update(var: VariableState, method: str, value: Any, label: str | None = None) -> None:
     current = frames.global_value(var)
     if var._kind == SYNC_ON_READ:
-        n = var._strategy.num_replicas_in_sync
+        n = strategy_of(var).num_replicas_in_sync
         if isinstance(value, DistributedValues):
             stacked = jnp.stack([jnp.asarray(x, var.dtype) for x in value.values])
             new = combine(var, method, current, stacked)
@@ -360,7 +370,7 @@ def _cross_replica_update(var: Any, method: str, value: Any, label: str | None =
         new = combine(var, method, current, value)
     if not isinstance(new, jax.core.Tracer) and var._kind != PLAIN:
         spec = P(REPLICA_AXIS) if var._kind == SYNC_ON_READ else P()
-        new = jax.device_put(new, NamedSharding(var._strategy.mesh, spec))
+        new = jax.device_put(new, NamedSharding(strategy_of(var).mesh, spec))
     elif not isinstance(new, jax.core.Tracer):
         new = jax.device_put(new, jax.local_devices()[0])
     frames.set_global_value(var, new)

@@ -12,6 +12,7 @@ device. Reads and writes inside compiled programs are functionalised
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -19,23 +20,33 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from jax.typing import DTypeLike
 
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
+from tpustrategy._src.types import Shape
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import copying, frames, ids, sparse, updates
+from tpustrategy._src.variables.component import ReplicaComponent
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
     VariableSynchronization,
     canonical_aggregation,
     canonical_synchronization,
 )
-
-MIRRORED, SYNC_ON_READ, PLAIN = "mirrored", "sync_on_read", "plain"
+from tpustrategy._src.variables.indexed_slices import IndexedSlices
+from tpustrategy._src.variables.state import (
+    MIRRORED,
+    PLAIN,
+    SYNC_ON_READ,
+    first_device,
+    strategy_of,
+)
 
 
 class _VariableMeta(type):
+    # Returns Any on purpose: a type checker then types ``Variable(...)`` by ``__init__``.
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = updates._replica_context()
         if isinstance(ctx, contracts.EagerReplicaContract):
@@ -70,7 +81,7 @@ class _VariableMeta(type):
         return var
 
 
-def _put_global(host: np.ndarray, sharding: Any) -> Any:
+def _put_global(host: np.ndarray, sharding: jax.sharding.Sharding) -> jax.Array:
     """A global array from a host value every process holds.
 
     Built shard by shard (no cross-process equality check), so it also works
@@ -108,7 +119,7 @@ def _check_initial_value(value: Any, base: str) -> None:
         )
 
 
-def _initial_value(args: tuple, kwargs: dict) -> Any:
+def _initial_value(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     value = args[0] if args else kwargs.get("initial_value")
     if callable(value):
         value = value()
@@ -134,7 +145,24 @@ class Variable(metaclass=_VariableMeta):
     _tps_distributed_variable = False
     __array_priority__ = 100
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    # The state (``state.VariableState`` names what the package's other modules read of it).
+    _id: int
+    _kind: str
+    _base_name: str
+    _strategy: contracts.StrategyContract | None
+    _sync: VariableSynchronization
+    _aggregation: VariableAggregation
+    _constraint: Callable[[jax.Array], jax.Array] | None
+    _shape: Shape
+    _dtype: np.dtype[Any]
+    _trainable: bool
+    _pending_init: bool
+    _traced_init: jax.Array | None
+    _value: jax.Array
+    _initial: np.ndarray | jax.Array | None
+    _core_spec: P | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Variables hold concrete arrays even when created while a function is traced.
         with jax.ensure_compile_time_eval():
             self._init(*args, **kwargs)
@@ -144,13 +172,13 @@ class Variable(metaclass=_VariableMeta):
         initial_value: Any,
         trainable: bool | None = None,
         name: str | None = None,
-        dtype: Any = None,
-        synchronization: Any = VariableSynchronization.AUTO,
-        aggregation: Any = VariableAggregation.NONE,
-        shape: Any = None,
-        constraint: Any = None,
+        dtype: DTypeLike | None = None,
+        synchronization: VariableSynchronization | str | int | None = VariableSynchronization.AUTO,
+        aggregation: VariableAggregation | str | int | None = VariableAggregation.NONE,
+        shape: Sequence[int] | None = None,
+        constraint: Callable[[jax.Array], jax.Array] | None = None,
         **unused: Any,
-    ):
+    ) -> None:
         base = name or "Variable"
         if unused:
             _check_unused(unused, base)
@@ -231,11 +259,11 @@ class Variable(metaclass=_VariableMeta):
         return f"{self._base_name}:0"
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> Shape:
         return self._shape
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> np.dtype[Any]:
         return self._dtype
 
     @property
@@ -247,10 +275,10 @@ class Variable(metaclass=_VariableMeta):
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
-    def T(self) -> Any:  # noqa: N802 - NumPy's name
+    def T(self) -> jax.Array:  # noqa: N802 - NumPy's name
         return jnp.transpose(self.read_value())
 
-    def astype(self, dtype: Any) -> Any:
+    def astype(self, dtype: DTypeLike) -> jax.Array:
         return jnp.asarray(self.read_value()).astype(dtype)
 
     def __len__(self) -> int:
@@ -273,12 +301,12 @@ class Variable(metaclass=_VariableMeta):
         return self._aggregation
 
     @property
-    def constraint(self) -> Any:
+    def constraint(self) -> Callable[[jax.Array], jax.Array] | None:
         """The projection optimizers apply after each update (``tf.Variable(constraint=)``), or None."""
         return getattr(self, "_constraint", None)
 
     @property
-    def strategy(self) -> Any:
+    def strategy(self) -> contracts.StrategyContract | None:
         """The strategy the variable was created under (None for a plain variable)."""
         return self._strategy
 
@@ -293,65 +321,76 @@ class Variable(metaclass=_VariableMeta):
         return self._kind
 
     @property
-    def core_spec(self) -> Any:
+    def unique_id(self) -> int:
+        """A number no other variable of this process has (TensorFlow's ``_unique_id``).
+
+        A key that names the variable without keeping it alive (``tps.GradientTape``'s
+        per-variable records); a ``deepcopy`` gets its own.
+        """
+        return self._id
+
+    @property
+    def core_spec(self) -> P | None:
         """The ``PartitionSpec`` over a replica's cores when split to logical devices, else None."""
-        return getattr(self, "_core_spec", None)
+        spec: P | None = getattr(self, "_core_spec", None)
+        return spec
 
     @core_spec.setter
-    def core_spec(self, spec: Any) -> None:
+    def core_spec(self, spec: P | None) -> None:
         self._core_spec = spec
 
     @property
-    def global_shape(self) -> tuple[int, ...]:
+    def global_shape(self) -> Shape:
         """The shape of the variable's one global array (``[R, ...]`` when sync-on-read)."""
         return self._global_shape()
 
-    def local_components(self) -> tuple[Any, ...]:
+    def local_components(self) -> tuple[jax.Array, ...]:
         """One array per local replica (``experimental_local_results``)."""
         return self._local_components()
 
-    def _global_shape(self) -> tuple[int, ...]:
+    def _global_shape(self) -> Shape:
         if self._kind == SYNC_ON_READ:
-            return (self._strategy.num_replicas_in_sync,) + self._shape
+            return (strategy_of(self).num_replicas_in_sync,) + self._shape
         return self._shape
 
-    def _local_components(self) -> tuple[Any, ...]:
+    def _local_components(self) -> tuple[jax.Array, ...]:
         """One array per local replica (``experimental_local_results``)."""
         if self._kind == PLAIN:
             return (self._value,)
         value = self._value
+        n = strategy_of(self).num_replicas_in_sync
         if isinstance(value, jax.core.Tracer):
-            n = self._strategy.num_replicas_in_sync
             return tuple(value[i] for i in range(n)) if self._kind == SYNC_ON_READ else (value,) * n
         from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
+        components: tuple[jax.Array, ...]
         if self._kind == SYNC_ON_READ:
-            return PerReplica.from_stacked(value).values
-        return Mirrored.from_replicated(value, self._strategy.num_replicas_in_sync).values
+            components = PerReplica.from_stacked(value).values
+        else:
+            components = Mirrored.from_replicated(value, n).values
+        return components
 
     @property
-    def values(self) -> tuple[Any, ...]:
+    def values(self) -> tuple[ReplicaComponent, ...] | tuple[jax.Array]:
         """The local replicas' copies (``MirroredVariable.values``): ``ReplicaComponent``s with
         ``device``, ``read_value`` and ``assign*``; ``(value,)`` for a plain variable."""
         if self._kind == PLAIN:
             return (self._value,)
-        from tpustrategy._src.variables.component import ReplicaComponent
-
-        offset = self._strategy.first_local_replica
+        offset = strategy_of(self).first_local_replica
         count = len(self._local_components())
         return tuple(ReplicaComponent(self, i, offset + i) for i in range(count))
 
     @property
-    def distribute_strategy(self) -> Any:
+    def distribute_strategy(self) -> contracts.StrategyContract | None:
         """TensorFlow's name of ``strategy``: the strategy the variable was created under."""
         return self._strategy
 
     # Reads -------------------------------------------------------------------------------
-    def value(self) -> Any:
+    def value(self) -> jax.Array:
         """The value in the current context (see ``read_value``)."""
         return updates.read(self)
 
-    def read_value(self) -> Any:
+    def read_value(self) -> jax.Array:
         """Reads the variable.
 
         In a replica function: this replica's copy. In cross-replica context: the
@@ -362,10 +401,10 @@ class Variable(metaclass=_VariableMeta):
     def numpy(self) -> np.ndarray:
         return np.asarray(self.read_value())
 
-    def __jax_array__(self) -> Any:
+    def __jax_array__(self) -> jax.Array:
         return self.read_value()
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         return np.asarray(self.read_value(), dtype=dtype)
 
     def __float__(self) -> float:
@@ -380,11 +419,12 @@ class Variable(metaclass=_VariableMeta):
     def __hash__(self) -> int:
         return hash(self._id)
 
-    def __eq__(self, other: Any) -> bool:  # identity, like tf.Variable in TF2 sets/dicts
+    def __eq__(self, other: object) -> bool:  # identity, like tf.Variable in TF2 sets/dicts
         return self is other
 
     def __repr__(self) -> str:
         kind = {MIRRORED: "MirroredVariable", SYNC_ON_READ: "SyncOnReadVariable", PLAIN: "Variable"}[self._kind]
+        shown: object
         try:
             if isinstance(self._value, jax.core.Tracer) or frames.current():
                 shown = "<traced>"
@@ -395,97 +435,119 @@ class Variable(metaclass=_VariableMeta):
         return f"<tps.{kind} {self.name!r} shape={self._shape} dtype={self._dtype} value={shown}>"
 
     # Writes ------------------------------------------------------------------------------
-    def assign(self, value: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign(
+        self, value: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> Variable | None:
         """Sets the variable (aggregated across replicas in replica context)."""
         updates.write(self, "assign", value, read_value)
         return self if read_value else None
 
-    def assign_add(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign_add(
+        self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> Variable | None:
         """Adds ``delta`` (aggregated across replicas in replica context)."""
         updates.write(self, "assign_add", delta, read_value)
         return self if read_value else None
 
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: Any = None, read_value: bool = True) -> Any:
+    def assign_sub(
+        self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True
+    ) -> Variable | None:
         """Subtracts ``delta`` (aggregated across replicas in replica context)."""
         updates.write(self, "assign_sub", delta, read_value)
         return self if read_value else None
 
     # Sparse reads and writes (``sparse``: every one is a dense read or write underneath) ---------
-    def sparse_read(self, indices: Any, name: Any = None) -> Any:
+    def sparse_read(self, indices: Any, name: str | None = None) -> jax.Array:
         """Rows ``indices`` of the value (``tf.gather(v, indices)``)."""
         return sparse.sparse_read(self, indices)
 
-    def gather_nd(self, indices: Any, name: Any = None) -> Any:
+    def gather_nd(self, indices: Any, name: str | None = None) -> jax.Array:
         """``tf.gather_nd(v, indices)``: the last dimension of ``indices`` indexes the leading dimensions."""
         return sparse.gather_nd(self, indices)
 
-    def scatter_add(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_add(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Adds ``sparse_delta.values`` to rows ``sparse_delta.indices`` (a ``tps.IndexedSlices``)."""
         return sparse.scatter(self, "scatter_add", sparse_delta)
 
-    def scatter_sub(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_sub(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Subtracts ``sparse_delta.values`` from rows ``sparse_delta.indices``."""
         return sparse.scatter(self, "scatter_sub", sparse_delta)
 
-    def scatter_mul(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_mul(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Multiplies rows ``sparse_delta.indices`` by ``sparse_delta.values``."""
         return sparse.scatter(self, "scatter_mul", sparse_delta)
 
-    def scatter_div(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_div(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Divides rows ``sparse_delta.indices`` by ``sparse_delta.values`` (integers truncate)."""
         return sparse.scatter(self, "scatter_div", sparse_delta)
 
-    def scatter_min(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_min(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Rows ``sparse_delta.indices`` become the minimum of themselves and ``sparse_delta.values``."""
         return sparse.scatter(self, "scatter_min", sparse_delta)
 
-    def scatter_max(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_max(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Rows ``sparse_delta.indices`` become the maximum of themselves and ``sparse_delta.values``."""
         return sparse.scatter(self, "scatter_max", sparse_delta)
 
-    def scatter_update(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def scatter_update(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """Sets rows ``sparse_delta.indices`` to ``sparse_delta.values``."""
         return sparse.scatter(self, "scatter_update", sparse_delta)
 
-    def batch_scatter_update(self, sparse_delta: Any, use_locking: bool = False, name: Any = None) -> Any:
+    def batch_scatter_update(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ) -> Variable:
         """``v[b..., indices[b..., i]] = values[b..., i]`` for every batch index ``b``."""
         return sparse.batch_scatter_update(self, sparse_delta)
 
-    def scatter_nd_add(self, indices: Any, updates: Any, name: Any = None) -> Any:
+    def scatter_nd_add(self, indices: Any, updates: Any, name: str | None = None) -> Variable:
         """Adds ``updates`` at ``indices`` (``indices[..., k]`` index the first ``k`` dimensions)."""
         return sparse.scatter_nd(self, "scatter_nd_add", indices, updates)
 
-    def scatter_nd_sub(self, indices: Any, updates: Any, name: Any = None) -> Any:
+    def scatter_nd_sub(self, indices: Any, updates: Any, name: str | None = None) -> Variable:
         """Subtracts ``updates`` at ``indices``."""
         return sparse.scatter_nd(self, "scatter_nd_sub", indices, updates)
 
-    def scatter_nd_update(self, indices: Any, updates: Any, name: Any = None) -> Any:
+    def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None) -> Variable:
         """Sets the elements or slices at ``indices`` to ``updates``."""
         return sparse.scatter_nd(self, "scatter_nd_update", indices, updates)
 
-    def scatter_nd_max(self, indices: Any, updates: Any, name: Any = None) -> Any:
+    def scatter_nd_max(self, indices: Any, updates: Any, name: str | None = None) -> Variable:
         """The elements at ``indices`` become the maximum of themselves and ``updates``."""
         return sparse.scatter_nd(self, "scatter_nd_max", indices, updates)
 
-    def scatter_nd_min(self, indices: Any, updates: Any, name: Any = None) -> Any:
+    def scatter_nd_min(self, indices: Any, updates: Any, name: str | None = None) -> Variable:
         """The elements at ``indices`` become the minimum of themselves and ``updates``."""
         return sparse.scatter_nd(self, "scatter_nd_min", indices, updates)
 
     # TensorFlow's other members ------------------------------------------------------------
-    def get_shape(self) -> tuple[int, ...]:
+    def get_shape(self) -> Shape:
         """The shape (``tf.Variable.get_shape``; the same as ``shape``)."""
         return self._shape
 
     @property
-    def device(self) -> Any:
+    def device(self) -> jax.Device | None:
         """The device of the variable's primary copy (replica 0's first device; a JAX ``Device``)."""
         value = self._value
         if isinstance(value, jax.core.Tracer):
             return None
-        return min(value.sharding.device_set, key=lambda d: d.id)
+        return first_device(value)
 
     @property
-    def initial_value(self) -> Any:
+    def initial_value(self) -> jax.Array:
         """The value the variable was created with (an array; TensorFlow has it in graph mode only)."""
         if getattr(self, "_initial", None) is None:
             raise RuntimeError(
@@ -498,11 +560,27 @@ class Variable(metaclass=_VariableMeta):
         """A hashable reference to the variable (``deref()`` gives it back), for sets and dict keys."""
         return VariableRef(self)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[jax.Array]:
         if not self._shape:
             raise TypeError(f"Cannot iterate over a scalar tensor (variable {self.name!r} has shape ()).")
         value = self.read_value()
         return iter([value[i] for i in range(self._shape[0])])
+
+    # Unary operators and indexing act on the current read (the binary ones are set below).
+    def __neg__(self) -> jax.Array:
+        return -self.read_value()
+
+    def __pos__(self) -> jax.Array:
+        return +jnp.asarray(self.read_value())
+
+    def __abs__(self) -> jax.Array:
+        return jnp.abs(self.read_value())
+
+    def __invert__(self) -> jax.Array:
+        return jnp.invert(self.read_value())
+
+    def __getitem__(self, idx: Any) -> jax.Array:
+        return self.read_value()[idx]
 
     def __copy__(self) -> Variable:
         # TensorFlow: copy.copy of a variable shares its state (a ResourceVariable returns itself).
@@ -526,17 +604,17 @@ class VariableRef:
         return self._variable
 
     def __hash__(self) -> int:
-        return hash(self._variable._id)
+        return hash(self._variable.unique_id)
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, VariableRef) and other._variable is self._variable
 
     def __repr__(self) -> str:
         return f"<Reference wrapping {self._variable!r}>"
 
 
-def _binary(op: Any, reflected: bool = False) -> Any:
-    def method(self: Variable, other: Any) -> Any:
+def _binary(op: Callable[..., jax.Array], reflected: bool = False) -> Callable[[Variable, Any], jax.Array]:
+    def method(self: Variable, other: Any) -> jax.Array:
         a = self.read_value()
         if isinstance(other, Variable):
             other = other.read_value()
@@ -545,21 +623,19 @@ def _binary(op: Any, reflected: bool = False) -> Any:
     return method
 
 
-for _name, _op in {
+_BINARY: dict[str, Callable[..., jax.Array]] = {
     "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
     "floordiv": jnp.floor_divide, "mod": jnp.mod, "pow": jnp.power, "matmul": jnp.matmul,
     "and": jnp.bitwise_and, "or": jnp.bitwise_or, "xor": jnp.bitwise_xor,
-}.items():
+}
+_COMPARISONS: dict[str, Callable[..., jax.Array]] = {
+    "lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge": jnp.greater_equal,
+}
+for _name, _op in _BINARY.items():
     setattr(Variable, f"__{_name}__", _binary(_op))
     setattr(Variable, f"__r{_name}__", _binary(_op, reflected=True))
-for _name, _op in {"lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge": jnp.greater_equal}.items():
+for _name, _op in _COMPARISONS.items():
     setattr(Variable, f"__{_name}__", _binary(_op))
-Variable.__neg__ = lambda self: -self.read_value()  # type: ignore[attr-defined]
-Variable.__getitem__ = lambda self, idx: self.read_value()[idx]  # type: ignore[attr-defined]
-
-Variable.__pos__ = lambda self: +jnp.asarray(self.read_value())  # type: ignore[attr-defined]
-Variable.__abs__ = lambda self: jnp.abs(self.read_value())  # type: ignore[attr-defined]
-Variable.__invert__ = lambda self: jnp.invert(self.read_value())  # type: ignore[attr-defined]
 
 
 # A variable is an array to JAX: every ``jax.numpy`` / ``jax.nn`` / ``jax.lax`` function and
