@@ -10,7 +10,7 @@ import jax
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.cluster import current, faults, health, peerlink
+from tpustrategy._src.cluster import current, diagnosis, faults, health, peerlink
 from tpustrategy._src.cluster.faults import Peer
 
 pytestmark = pytest.mark.timeout(60)
@@ -69,14 +69,14 @@ def wait_for_fault(m, seconds=5.0):
 
 def kill(m):
     """What the kernel does to a killed process's sockets (no goodbye)."""
-    m._stopping = True
-    for link in list(m._links.values()):
+    m.links.stopping = True
+    for link in list(m.links.links.values()):
         link.sock.close()
 
 
 def test_linked_monitors_know_each_other_and_stay_quiet(pair):
     m0, m1 = pair
-    assert sorted(m0._links) == [1] and sorted(m1._links) == [0]
+    assert sorted(m0.links.links) == [1] and sorted(m1.links.links) == [0]
     time.sleep(1.5)  # longer than the heartbeat timeout: the heartbeats keep both alive
     assert m0.fault is None and m1.fault is None
     assert m0.peers[1].pid is not None and m0.peers[1].address == "10.9.9.1:2222"
@@ -96,7 +96,7 @@ def test_a_peer_whose_link_closes_without_goodbye_is_lost_and_named(pair):
 
 def test_a_silent_peer_is_stuck_after_the_heartbeat_timeout(pair):
     m0, m1 = pair
-    m1._send_all = lambda links, message: None  # a stopped process sends nothing
+    m1.links.send = lambda links, message: None  # a stopped process sends nothing
     start = time.monotonic()
     found = wait_for_fault(m0, 6)
     assert found is not None and found.kind == "stuck" and found.culprits == (1,)
@@ -118,8 +118,8 @@ def test_a_fault_told_by_a_peer_is_adopted_with_its_original_culprit(pair):
 
 def test_only_the_first_fault_counts_and_is_relayed_to_the_others(pair):
     m0, m1 = pair
-    first = m0._fault(faults.STUCK, [1], "first")
-    assert m0.report(first) and not m0.report(m0._fault(faults.LOST, [1], "second"))
+    first = diagnosis.fault(m0.peers, 0, faults.STUCK, [1], "first")
+    assert m0.report(first) and not m0.report(diagnosis.fault(m0.peers, 0, faults.LOST, [1], "second"))
     assert m0.fault == first
 
 
@@ -129,9 +129,9 @@ def test_goodbye_then_close_is_a_departure_not_a_fault(pair):
     time.sleep(0.3)
     m1.stop()
     deadline = time.monotonic() + 5
-    while 1 not in m0._departed and time.monotonic() < deadline:
+    while 1 not in m0.links.departed and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert m0.fault is None and m0._departed == {1}
+    assert m0.fault is None and m0.links.departed == {1}
     # A collective that still needed it fails; the monitor says who left.
     left = m0.explain(faults.LOST, wait=0.1)
     assert left.kind == "left" and left.culprits == (1,)
@@ -140,7 +140,7 @@ def test_goodbye_then_close_is_a_departure_not_a_fault(pair):
 def test_a_collective_timeout_names_the_peers_that_went_silent(pair):
     m0, m1 = pair
     assert m0.explain("timeout") is None  # everyone answers: no one to blame
-    m1._send_all = lambda links, message: None
+    m1.links.send = lambda links, message: None
     time.sleep(0.8)
     found = m0.explain("timeout")
     assert found.kind == "stuck" and found.culprits == (1,)
@@ -151,7 +151,7 @@ def test_a_probe_is_answered_but_does_not_become_a_link(pair):
     m0, _ = pair
     assert peerlink.probe(m0.link_address)
     time.sleep(0.2)
-    assert sorted(m0._links) == [1] and m0.fault is None
+    assert sorted(m0.links.links) == [1] and m0.fault is None
     assert not peerlink.probe("127.0.0.1:1", timeout=0.5)
 
 
@@ -161,7 +161,7 @@ def test_a_probe_that_says_who_sent_it_is_remembered(pair):
     deadline = time.monotonic() + 5
     while 1 not in m0.probed_by and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert list(m0.probed_by) == [1] and sorted(m0._links) == [1] and m0.fault is None
+    assert list(m0.probed_by) == [1] and sorted(m0.links.links) == [1] and m0.fault is None
 
 
 def test_a_connection_with_the_wrong_token_is_refused(pair):
@@ -170,7 +170,7 @@ def test_a_connection_with_the_wrong_token_is_refused(pair):
     time.sleep(0.3)
     stranger.sock.settimeout(2)
     assert stranger.sock.recv(10) in (b"", b"\n")  # closed by m0 (or one stray heartbeat)
-    assert m0._links[1] is not stranger
+    assert m0.links.links[1] is not stranger
     stranger.close()
 
 

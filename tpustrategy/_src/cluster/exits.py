@@ -1,6 +1,9 @@
 """How a process of a job ends: its excepthook, exit barrier, main-thread signal and exit codes.
 
-``health.Monitor.install`` puts these in place:
+``end_process`` prints the named error (with where the main thread was, when the
+monitor thread forces the end) and ends the process with the fault's exit code;
+``deliver`` has the main thread raise a fault's exception. ``health.Monitor.install``
+puts these in place:
 
 - ``sys.excepthook``: an uncaught exception caused by a peer's fault (or a raw
   JAX runtime error that ``health`` explains) prints the named ``tps.errors``
@@ -31,9 +34,9 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
-from tpustrategy._src.cluster import current, faults
+from tpustrategy._src.cluster import current, diagnosis, faults
 from tpustrategy._src.cluster.faults import Fault
 from tpustrategy._src.errors import DeadlineExceededError, UnavailableError
 
@@ -46,7 +49,7 @@ _original_sys_exit = sys.exit
 _requested: Any = None  # the argument of the last sys.exit() call
 
 
-def _sys_exit(status: Any = None) -> None:
+def _sys_exit(status: Any = None) -> NoReturn:
     global _requested
     _requested = status
     _original_sys_exit(status)
@@ -55,7 +58,13 @@ def _sys_exit(status: Any = None) -> None:
 def requested_exit_code() -> int | None:
     """The code of the last ``sys.exit(n)`` with a non-zero int (else None)."""
     return _requested if isinstance(_requested, int) and _requested != 0 else None
-_OUR_FILES = {os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "health.py")}
+
+
+# The monitor's own modules: a signal that lands while the main thread runs them is
+# already being handled there (the excepthook, translate, the exit barrier).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_OUR_FILES = {os.path.join(_HERE, name)
+              for name in ("exits.py", "health.py", "diagnosis.py", "links.py")}
 
 
 def install() -> bool:
@@ -77,6 +86,56 @@ def install() -> bool:
     return False
 
 
+def deliver(monitor: Any) -> None:
+    """Has the main thread raise ``monitor.fault``'s exception (after ``monitor.report``).
+
+    On the main thread (it found the fault and is raising it) this only records that;
+    from another thread it sends ``SIGNAL`` to the main thread, if the handler is ours.
+    """
+    if threading.current_thread() is threading.main_thread():
+        monitor.delivered = True  # the main thread itself found it and is raising it
+    elif monitor.signal_installed and not monitor.exiting:
+        try:
+            signal.pthread_kill(threading.main_thread().ident or 0, SIGNAL)
+        except (OSError, ValueError):
+            pass
+
+
+def end_process(monitor: Any, fault: Fault | None, *, exception: BaseException | None = None,
+                printed: bool = False, code: int | None = None, forced: bool = False) -> None:
+    """Prints the named error and ends the process now (never returns).
+
+    Args:
+      monitor: the process's ``health.Monitor``.
+      fault: the fault the process ends for (None: its own failure, ``code``).
+      exception: the exception to print (else the fault's own).
+      printed: the exception was printed already (print only the marker line).
+      code: the exit code (default: the fault's, else 1).
+      forced: the monitor thread ends the process (the grace passed): also print where
+        the main thread was.
+    """
+    if not exit_lock.acquire(blocking=not monitor.links.on_thread()):
+        return  # another thread is already ending the process
+    monitor.exiting = True
+    code = fault.exit_code if code is None and fault is not None else (code or 1)
+    parts: list[str] = []
+    if forced:
+        parts.append(f"tpustrategy: process {monitor.task} of {monitor.num_processes} is "
+                     f"ending with exit code {code}; its main thread was here:\n")
+        frame = sys._current_frames().get(threading.main_thread().ident or 0)
+        if frame is not None:
+            parts.extend(traceback.format_stack(frame))
+    if not printed:
+        error = exception if exception is not None else (
+            fault.exception() if fault is not None else None)
+        if error is not None:
+            parts.extend(traceback.format_exception(error) if error.__traceback__
+                         or error.__cause__ else traceback.format_exception_only(error))
+    if fault is not None:
+        parts.append(fault.marker(code) + "\n")
+    write_and_exit(monitor, "".join(parts), code)
+
+
 def write_and_exit(monitor: Any, text: str, code: int) -> None:
     try:
         sys.stdout.flush()
@@ -88,7 +147,7 @@ def write_and_exit(monitor: Any, text: str, code: int) -> None:
     except Exception:  # noqa: BLE001
         os.write(2, text.encode(errors="replace"))
     if monitor is not None:
-        monitor._close_links()
+        monitor.links.close()
     os._exit(code)
 
 
@@ -142,24 +201,24 @@ def _excepthook(etype: type[BaseException], value: BaseException, tb: Any) -> No
         if not isinstance(value, (UnavailableError, DeadlineExceededError)):
             named = fault.exception()
             named.__cause__ = value
-        monitor.end_process(fault, exception=named)
+        end_process(monitor, fault, exception=named)
         return
     own = monitor.own_error(value)
     monitor.tell_peers(own)
     _previous_excepthook(etype, value, tb)
-    monitor.end_process(own, printed=True, code=_own_exit_code(value))
+    end_process(monitor, own, printed=True, code=_own_exit_code(value))
 
 
 def _on_signal(signum: int, frame: Any) -> None:
     monitor = current.get()
-    if (monitor is None or monitor.fault is None or monitor.exiting or monitor._delivered
-            or _in_this_module(frame)):
+    if (monitor is None or monitor.fault is None or monitor.exiting or monitor.delivered
+            or _in_our_files(frame)):
         return  # our own exit path (excepthook, translate, atexit) is already handling it
-    monitor._delivered = True
+    monitor.delivered = True
     raise monitor.fault.exception()
 
 
-def _in_this_module(frame: Any) -> bool:
+def _in_our_files(frame: Any) -> bool:
     while frame is not None:
         if os.path.abspath(frame.f_code.co_filename) in _OUR_FILES:
             return True
@@ -169,10 +228,10 @@ def _in_this_module(frame: Any) -> bool:
 
 def _at_exit() -> None:
     monitor = current.get()
-    if monitor is None or monitor._stopping:
+    if monitor is None or monitor.stopping:
         return
     if monitor.fault is not None:  # the program caught the fault's exception and returned
-        monitor.end_process(monitor.fault, code=requested_exit_code())
+        end_process(monitor, monitor.fault, code=requested_exit_code())
     monitor.exiting = True
     monitor.say_bye()
     try:
@@ -191,28 +250,14 @@ def _at_exit() -> None:
         except Exception:  # noqa: BLE001 - a timed-out barrier is reported below
             code = requested_exit_code()
             if monitor.fault is not None:
-                monitor.end_process(monitor.fault, code=code)
+                end_process(monitor, monitor.fault, code=code)
             late = monitor.not_finished() or [p for p in range(monitor.num_processes)
                                               if p != monitor.task]
-            ended = "finished its program" if code is None else f"exited with code {code}"
-            left = monitor._fault(faults.LEFT, [monitor.task],
-                                  f"{ended} and left after waiting {wait:g} s at the end for "
-                                  "the other processes")
-            if code is not None:
-                left = Fault(**{**left.to_wire(), "fix": faults.DEFAULT_FIX[faults.LOST]})
-            monitor.tell_peers(left)
-            mine = monitor._fault(
-                faults.MISSING, late,
-                f"did not reach the end of the program within {wait:g} s "
-                f"(shutdown_timeout={monitor.shutdown_timeout:g} s) after process "
-                f"{monitor.task} {ended}")
-            monitor.end_process(Fault(**{**mine.to_wire(), "fix": _LATE_FIX}), code=code)
+            monitor.tell_peers(diagnosis.left_at_end(monitor.peers, monitor.task, code, wait))
+            end_process(monitor, diagnosis.late_at_end(monitor.peers, monitor.task, late, code,
+                                                       wait, monitor.shutdown_timeout),
+                        code=code)
     monitor.stop()
-
-
-_LATE_FIX = ("Fix: make every process run the same steps (same number of batches and "
-             "collectives); raise tps.initialize(shutdown_timeout=...) if some processes "
-             "legitimately finish much later than others.")
 
 
 def _after_fork_in_child() -> None:
@@ -220,13 +265,7 @@ def _after_fork_in_child() -> None:
     monitor = current.take()
     if monitor is None:
         return
-    monitor._stopping = True
-    for sock in [monitor._listener, monitor._wake_r, monitor._wake_w,
-                 *(link.sock for link in monitor._links.values())]:
-        try:
-            sock.close()
-        except OSError:
-            pass
+    monitor.links.abandon()
     if sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
     if sys.exit is _sys_exit:
