@@ -3,10 +3,11 @@
 Everything else in this package goes through these functions. They rely on a
 small, stable surface: a ``tps.Variable`` keeps its global ``jax.Array`` in
 ``_value`` (mirrored: replicated ``NamedSharding(mesh, P())``; sync-on-read:
-``[R, ...]`` sharded over ``"replica"``; plain: one device), its kind in
-``_kind`` and its strategy (with ``.mesh``) in ``_strategy``; iterators have
-``get_state()``/``set_state()``, and a distributed iterator's auto-shard plan
-says whether every process reads the same stream.
+``[R, ...]`` sharded over ``"replica"``; plain: one device) — the one private
+member read here —; its ``kind`` and ``strategy`` (with ``.mesh``) are public
+(``context.contracts.DistributedVariableContract``); iterators have
+``get_state()``/``set_state()``, and a distributed iterator's dataset says
+(``shard_mode``) whether every process reads the same stream.
 
 Sync-on-read variables are saved twice: their per-replica components (exact
 when restored onto the same replica count) and their aggregated value
@@ -18,6 +19,7 @@ ONLY_FIRST_REPLICA copy it to every replica.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,15 +33,24 @@ SYNC_ON_READ = "sync_on_read"
 
 
 def is_variable(x: Any) -> bool:
-    import tpustrategy
+    from tpustrategy._src.variables.variable import Variable
 
-    return isinstance(x, tpustrategy.Variable)
+    return isinstance(x, Variable)
+
+
+def is_keras_variable(x: Any) -> bool:
+    """A Keras 3 variable (False without loading Keras when the program never imported it)."""
+    if "keras" not in sys.modules:
+        return False
+    import keras
+
+    return isinstance(x, keras.Variable)
 
 
 def is_strategy(x: Any) -> bool:
-    import tpustrategy
+    from tpustrategy._src.strategy.base import Strategy
 
-    return isinstance(x, tpustrategy.Strategy)
+    return isinstance(x, Strategy)
 
 
 def is_iterator(x: Any) -> bool:
@@ -58,7 +69,7 @@ def is_dataset(x: Any) -> bool:
 
 # Variables ----------------------------------------------------------------------------------
 def _replicas(var: Any) -> int:
-    return int(var._value.shape[0]) if var._kind == SYNC_ON_READ else 1
+    return int(var._value.shape[0]) if var.kind == SYNC_ON_READ else 1
 
 
 def _aggregation(var: Any) -> str:
@@ -69,7 +80,7 @@ def describe_variable(var: Any) -> dict[str, Any]:
     """The manifest record of a variable (JSON)."""
     return {
         "kind": "variable",
-        "sync": var._kind,
+        "sync": var.kind,
         "shape": list(var.shape),
         "dtype": str(np.dtype(var.dtype)),
         "replicas": _replicas(var),
@@ -79,7 +90,7 @@ def describe_variable(var: Any) -> dict[str, Any]:
 
 def variable_arrays(var: Any) -> dict[str, Any]:
     """The arrays to write for ``var``: its value, and a sync-on-read variable's components."""
-    if var._kind != SYNC_ON_READ:
+    if var.kind != SYNC_ON_READ:
         return {"value": var._value}
     parts = {"components": var._value}
     if _aggregation(var) != "NONE":
@@ -109,7 +120,7 @@ def variable_plan(var: Any, saved: dict[str, Any], key: str, api: str
             "or leave this variable out of the Checkpoint you restore into."
         )
     sharding = var._value.sharding
-    if var._kind == SYNC_ON_READ:
+    if var.kind == SYNC_ON_READ:
         replicas = _replicas(var)
         if saved["sync"] == SYNC_ON_READ and saved["replicas"] == replicas:
             target = jax.ShapeDtypeStruct((replicas, *shape), dtype, sharding=sharding)
@@ -121,14 +132,14 @@ def variable_plan(var: Any, saved: dict[str, Any], key: str, api: str
                 f"{replicas} replicas.\nFix: restore with {saved['replicas']} replicas, or give the "
                 "variable an aggregation (SUM, MEAN or ONLY_FIRST_REPLICA) so its value can be saved."
             )
-        replicated = NamedSharding(var._strategy.mesh, P())
+        replicated = NamedSharding(var.strategy.mesh, P())
         target = jax.ShapeDtypeStruct(shape, dtype, sharding=replicated)
         return {"value": target}, lambda got: _spread(var, got["value"], replicas, sharding)
     if "value" not in saved["parts"]:
         raise ValueError(
             f"{api}: {key!r} was saved from a sync-on-read variable with aggregation NONE, whose "
             "per-replica components have no single value to restore into a "
-            f"{var._kind} variable.\nFix: restore it into a sync-on-read variable with the same "
+            f"{var.kind} variable.\nFix: restore it into a sync-on-read variable with the same "
             "replica count."
         )
     target = jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
@@ -150,6 +161,24 @@ def set_variable(var: Any, value: Any) -> None:
     var._value = value
 
 
+def assign_host_value(var: Any, value: np.ndarray) -> None:
+    """Stores a host value read from a TensorFlow checkpoint, placed on the variable's devices.
+
+    A sync-on-read variable's saved value is its aggregate (what TensorFlow saves): SUM puts
+    it on the first replica and zeros elsewhere, MEAN and ONLY_FIRST_REPLICA on every replica.
+    """
+    sharding = var._value.sharding
+    if var.kind == SYNC_ON_READ:
+        stacked = np.zeros((_replicas(var), *value.shape), value.dtype)
+        if _aggregation(var) == "SUM":
+            stacked[0] = value
+        else:
+            stacked[:] = value
+        set_variable(var, jax.device_put(stacked, sharding))
+    else:
+        set_variable(var, jax.device_put(value, sharding))
+
+
 # Optimizers --------------------------------------------------------------------------------
 _VAR_LIST = "_var_list"
 VAR_LIST = _VAR_LIST  # the attribute holding an optimizer's variables (tf_format.restore)
@@ -158,11 +187,9 @@ VAR_LIST = _VAR_LIST  # the attribute holding an optimizer's variables (tf_forma
 def unbuilt_optimizer(x: Any) -> bool:
     """A ``tps.optimizers.Optimizer`` whose state variables are not created yet (before its
     first update): restoring its state first creates them with ``build``."""
-    import tpustrategy
+    from tpustrategy._src.optimizers.optimizer import Optimizer
 
-    optimizers = getattr(tpustrategy, "optimizers", None)
-    cls = getattr(optimizers, "Optimizer", None)
-    return cls is not None and isinstance(x, cls) and not x.built
+    return isinstance(x, Optimizer) and not x.built
 
 
 def optimizer_variable_keys(key: str, saved: dict[str, Any]) -> list[str]:
@@ -190,13 +217,12 @@ def describe_iterator(it: Any) -> dict[str, Any]:
     processes and can be restored onto any process count.
     """
     from tpustrategy._src.data.iterator import DatasetIterator
+    from tpustrategy._src.input import interfaces
     from tpustrategy._src.input.distributed import DistributedIterator
-    from tpustrategy._src.input.from_function import _FromFunctionIterator
 
     if isinstance(it, DistributedIterator):
-        plan = getattr(getattr(it, "_ds", None), "_plan", None)
-        return {"kind": "iterator", "iterator": "distributed", "mode": getattr(plan, "mode", None)}
-    if isinstance(it, _FromFunctionIterator):
+        return {"kind": "iterator", "iterator": "distributed", "mode": it.dataset.shard_mode}
+    if isinstance(it, interfaces.DistributedIterator):  # distribute_datasets_from_function's
         return {"kind": "iterator", "iterator": "from_function", "mode": "local"}
     if isinstance(it, DatasetIterator):
         return {"kind": "iterator", "iterator": "dataset", "mode": "global"}

@@ -23,6 +23,7 @@ from typing import Any
 from tpustrategy._src.checkpoint import asynchronous, deferred, multihost, reader, writer
 from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.graph import Graph
+from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.options import CheckpointOptions
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus, InitializationOnlyStatus
 from tpustrategy._src.checkpoint.tf_format import restore as tf_restore
@@ -43,7 +44,7 @@ def _check_path(value: Any, api: str, arg: str) -> str:
     )
 
 
-class Checkpoint:
+class Checkpoint(NamedObjects):
     """Groups the objects to save and restore together (``tf.train.Checkpoint``).
 
     Args:
@@ -67,11 +68,10 @@ class Checkpoint:
     """
 
     def __init__(self, root: Any = None, options: CheckpointOptions | None = None, **objects: Any):
-        object.__setattr__(self, "_options", options_lib.check(options, "tps.train.Checkpoint"))
-        object.__setattr__(self, "_objects", {})
-        object.__setattr__(self, "_root", root)
+        checked = options_lib.check(options, "tps.train.Checkpoint")
+        NamedObjects.__init__(self, root)
+        object.__setattr__(self, "_options", checked)
         object.__setattr__(self, "_save_counter", 0)
-        object.__setattr__(self, "_pending", [])  # (key, deferred.Pending): values waiting here
         for name, value in objects.items():
             setattr(self, name, value)
 
@@ -92,18 +92,6 @@ class Checkpoint:
                 deferred.restore_into(prefix, name, value, lambda v: self._objects.__setitem__(name, v),
                                       self._pending, strict=True)
             deferred.prune(self._pending)
-
-    def __getattr__(self, name: str) -> Any:
-        objects = self.__dict__.get("_objects", {})
-        if name in objects:
-            return objects[name]
-        raise AttributeError(f"'Checkpoint' object has no attribute {name!r} (it holds: {sorted(objects)})")
-
-    def __delattr__(self, name: str) -> None:
-        if name in self._objects:
-            del self._objects[name]
-        else:
-            object.__delattr__(self, name)
 
     def __repr__(self) -> str:
         return f"<tps.train.Checkpoint {sorted(self._objects)} save_counter={self._save_counter}>"
@@ -227,7 +215,8 @@ class Checkpoint:
         path = _check_path(save_path, api, "save_path")
         asynchronous.wait_all()
         if tf_restore.is_tf_checkpoint(path):  # TensorFlow's own files: ckpt-N.index + data
-            return tf_restore.restore(self, path, api)
+            return tf_restore.restore(self, path, api, make_graph=lambda: self._graph(api, restoring=True),
+                                      set_save_counter=lambda n: object.__setattr__(self, "_save_counter", n))
         status, manifest, graph = reader.restore(lambda: self._graph(api, restoring=True), path, api,
                                                  skip_slots=opts.experimental_skip_slot_variables)
         self._save_counter = int(manifest.get("save_counter", self._save_counter))

@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint.holder import NamedObjects
 
 VALUE_TYPES = (bool, int, float, str)
 _FOREIGN_MODULES = ("jax", "jaxlib", "numpy", "builtins", "threading", "collections", "functools",
@@ -105,8 +106,6 @@ class Graph:
 
     def _visit(self, value: Any, key: str, put: Callable[[Any], None], strict: bool, depth: int) -> bool:
         """Adds the entries of ``value``; returns whether it held any state."""
-        from tpustrategy._src.checkpoint.checkpoint import Checkpoint
-
         if depth > _MAX_DEPTH:
             return False
         if "keras" in __import__("sys").modules:  # Keras models/optimizers/metrics: their variables
@@ -123,7 +122,7 @@ class Graph:
             elif first != key:
                 self.aliases.setdefault(first, []).append(key)
             return True
-        if isinstance(value, Checkpoint):
+        if isinstance(value, NamedObjects):  # a nested Checkpoint
             if id(value) in self._path:
                 return True
             self.checkpoints.setdefault(key, value)
@@ -241,9 +240,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _is_atom(x: Any) -> bool:
-    from tpustrategy._src.checkpoint.checkpoint import Checkpoint
-
-    return adapter.is_variable(x) or adapter.is_iterator(x) or isinstance(x, Checkpoint)
+    return adapter.is_variable(x) or adapter.is_iterator(x) or isinstance(x, NamedObjects)
 
 
 def _holds_state(x: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> bool:

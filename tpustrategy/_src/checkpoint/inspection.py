@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tpustrategy._src.checkpoint import arrays, files, fingerprint, recovery
+from tpustrategy._src.checkpoint.tf_format import tf_reader
 from tpustrategy._src.errors import DataLossError, NotFoundError
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -38,8 +39,6 @@ class CheckpointReader:
     def __new__(cls, path: str) -> CheckpointReader:
         if cls is CheckpointReader and isinstance(path, (str, os.PathLike)) and os.path.isfile(
                 os.fspath(path) + ".index"):  # TensorFlow's own files (tf_format)
-            from tpustrategy._src.checkpoint.tf_format.tf_reader import TFCheckpointReader
-
             return super().__new__(TFCheckpointReader)
         return super().__new__(cls)
 
@@ -133,33 +132,53 @@ class CheckpointReader:
         return f"<tps.train.CheckpointReader {self._path!r}: {len(self._records)} values>"
 
 
+class TFCheckpointReader(CheckpointReader):
+    """A `CheckpointReader` over TensorFlow's checkpoint files (``tf_format.tf_reader`` reads them)."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._values = tf_reader.TFValues(path)
+
+    def _name(self, name: str, api: str) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"CheckpointReader.{api}: tensor_str must be a str; received "
+                            f"{type(name).__name__}: {name!r}.")
+        key = self._values.find(name)
+        if key is not None:
+            return key
+        names = self._values.keys()
+        shown = ", ".join(names[:20])
+        raise NotFoundError(
+            f"Key {name} not found in checkpoint {self._path} (CheckpointReader.{api}). It holds: "
+            f"{shown}{' ...' if len(names) > 20 else ''}.\nFix: use a name from "
+            "reader.get_variable_to_shape_map() (or tps.train.list_variables(path)).")
+
+    def get_tensor(self, tensor_str: str) -> Any:
+        """The saved value of ``tensor_str`` (a key, or an object path without ``/.ATTRIBUTES/...``).
+
+        Raises:
+          tps.errors.NotFoundError: no such key (the message lists the keys).
+          tps.errors.DataLossError: its bytes are damaged (naming the file).
+        """
+        return self._values.get(self._name(tensor_str, "get_tensor"))
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Every key -> its shape (a list of ints)."""
+        return self._values.shapes()
+
+    def get_variable_to_dtype_map(self) -> dict[str, np.dtype]:
+        """Every key -> its NumPy dtype (strings: ``object``; bfloat16: ``ml_dtypes.bfloat16``)."""
+        return self._values.dtypes()
+
+    def __repr__(self) -> str:
+        return f"<tps.train.CheckpointReader {self._path!r} (TensorFlow format): {len(self._values)} values>"
+
+
 def _iterator_state(path: str, manifest: dict[str, Any], key: str) -> Any:
     count = int(manifest["process_count"])
     full = os.path.join(path, *files.iterator_file(0, count).split("/"))
     states = files.read_json(full, "CheckpointReader.get_tensor")["states"]
     return np.asarray(json.dumps(states[key]))
-
-
-def _resolve(ckpt_dir_or_file: Any, api: str) -> str:
-    if not isinstance(ckpt_dir_or_file, (str, os.PathLike)) or not os.fspath(ckpt_dir_or_file):
-        raise TypeError(
-            f"{api}: ckpt_dir_or_file must be a checkpoint path or a folder of checkpoints (str or "
-            f"os.PathLike); received {type(ckpt_dir_or_file).__name__}: {ckpt_dir_or_file!r}.\n"
-            f"Fix: e.g. {api}('/tmp/ckpts') or {api}(manager.latest_checkpoint).")
-    path = os.fspath(ckpt_dir_or_file)
-    if os.path.isdir(path) and not os.path.exists(os.path.join(path, files.MANIFEST)):
-        latest = recovery.latest(path)
-        if latest is None:
-            raise ValueError(
-                f"{api}: couldn't find a checkpoint in the folder {path!r} (it holds no complete "
-                "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
-                "CheckpointManager saves into.")
-        return latest
-    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
-        raise NotFoundError(
-            f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
-            "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
-    return path
 
 
 def load_checkpoint(ckpt_dir_or_file: str | os.PathLike[str]) -> CheckpointReader:
@@ -174,12 +193,12 @@ def load_checkpoint(ckpt_dir_or_file: str | os.PathLike[str]) -> CheckpointReade
       tps.errors.NotFoundError: nothing at the path.
       tps.errors.DataLossError: the checkpoint is damaged.
     """
-    return CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.load_checkpoint"))
+    return CheckpointReader(recovery.resolve_checkpoint(ckpt_dir_or_file, "tps.train.load_checkpoint"))
 
 
 def list_variables(ckpt_dir_or_file: str | os.PathLike[str]) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of every saved value, sorted by name (``tf.train.list_variables``)."""
-    reader = CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.list_variables"))
+    reader = CheckpointReader(recovery.resolve_checkpoint(ckpt_dir_or_file, "tps.train.list_variables"))
     return sorted(reader.get_variable_to_shape_map().items())
 
 
@@ -191,5 +210,5 @@ def load_variable(ckpt_dir_or_file: str | os.PathLike[str], name: str) -> Any:
     """
     if isinstance(name, str) and name.endswith(":0"):
         name = name[:-2]
-    reader = CheckpointReader(_resolve(ckpt_dir_or_file, "tps.train.load_variable"))
+    reader = CheckpointReader(recovery.resolve_checkpoint(ckpt_dir_or_file, "tps.train.load_variable"))
     return reader.get_tensor(name)

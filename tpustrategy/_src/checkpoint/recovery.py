@@ -28,8 +28,10 @@ import os
 import shutil
 import threading
 import time
+from typing import Any
 
 from tpustrategy._src.checkpoint import files, state_file
+from tpustrategy._src.errors import NotFoundError
 
 _log = logging.getLogger("tpustrategy.checkpoint")
 _IN_FLIGHT: set[str] = set()  # tmp folders an asynchronous save of this process is writing
@@ -165,6 +167,35 @@ def latest(directory: str, latest_filename: str | None = None) -> str | None:
         newer = _newer_unlisted(state, scanned, state.model_checkpoint_path)
         return newer[-1][1] if newer else state.model_checkpoint_path
     return scanned[-1][1] if scanned else None
+
+
+def resolve_checkpoint(ckpt_dir_or_file: Any, api: str) -> str:
+    """The checkpoint ``ckpt_dir_or_file`` names: itself, or a folder's latest (``load_checkpoint``).
+
+    Raises:
+      TypeError: not a non-empty path.
+      ValueError: a folder without complete numbered checkpoints.
+      tps.errors.NotFoundError: nothing at the path (no folder, checkpoint or TF ``.index``).
+    """
+    if not isinstance(ckpt_dir_or_file, (str, os.PathLike)) or not os.fspath(ckpt_dir_or_file):
+        raise TypeError(
+            f"{api}: ckpt_dir_or_file must be a checkpoint path or a folder of checkpoints (str or "
+            f"os.PathLike); received {type(ckpt_dir_or_file).__name__}: {ckpt_dir_or_file!r}.\n"
+            f"Fix: e.g. {api}('/tmp/ckpts') or {api}(manager.latest_checkpoint).")
+    path = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, files.MANIFEST)):
+        found = latest(path)
+        if found is None:
+            raise ValueError(
+                f"{api}: couldn't find a checkpoint in the folder {path!r} (it holds no complete "
+                "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
+                "CheckpointManager saves into.")
+        return found
+    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+        raise NotFoundError(
+            f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
+            "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
+    return path
 
 
 def _saved_time(path: str) -> float:

@@ -209,6 +209,11 @@ class DistributedIterator(_StepSource, interfaces.DistributedIterator):
         """The dataset's ``element_spec`` (TensorFlow's ``DistributedIterator.element_spec``)."""
         return self._ds.element_spec
 
+    @property
+    def dataset(self) -> DistributedDataset:
+        """The ``DistributedDataset`` this iterator steps through."""
+        return self._ds
+
     def _host_state(self) -> Any:
         if self._pending:  # in the middle of an element split over several steps
             return {_SPLIT_KEY: {"before": self._element_state, "taken": self._taken}}
@@ -392,6 +397,11 @@ class DistributedDataset(interfaces.DistributedDataset):
     @property
     def auto_shard_decision(self) -> Any:
         return self._plan.decision
+
+    @property
+    def shard_mode(self) -> str:
+        """``"global"``: every process's pipeline is the whole input; ``"local"``: its own share."""
+        return self._plan.mode
 
     def __repr__(self) -> str:
         return f"<DistributedDataset over {self._num_replicas} replicas: {self._plan.decision.applied}>"

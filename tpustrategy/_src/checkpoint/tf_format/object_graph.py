@@ -18,6 +18,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from tpustrategy._src.checkpoint import recovery
+from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.tf_format import wire
 from tpustrategy._src.checkpoint.tf_format.bundle import BundleReader
 
@@ -54,9 +56,7 @@ def read_object_graph(reader: BundleReader, api: str) -> list[wire.TrackableObje
 
 def child_of(obj: Any, name: str) -> Any:
     """The Python object at edge ``name`` of ``obj`` (None when it has none)."""
-    from tpustrategy._src.checkpoint.checkpoint import Checkpoint
-
-    if isinstance(obj, Checkpoint):
+    if isinstance(obj, NamedObjects):  # a Checkpoint: its named objects, then its root's attributes
         if name in obj._objects:
             return obj._objects[name]
         root = obj._root
@@ -122,10 +122,8 @@ class CheckpointView:
     """
 
     def __init__(self, save_path: Any):
-        from tpustrategy._src.checkpoint.inspection import _resolve
-
         api = "tps.train.CheckpointView"
-        prefix = _resolve(save_path, api)
+        prefix = recovery.resolve_checkpoint(save_path, api)
         reader = BundleReader(prefix, api)
         self._nodes = read_object_graph(reader, api)
 

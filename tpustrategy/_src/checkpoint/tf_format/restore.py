@@ -34,6 +34,8 @@ import jax
 import numpy as np
 
 from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint.graph import Graph
+from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus
 from tpustrategy._src.checkpoint.tf_format import object_graph
 from tpustrategy._src.checkpoint.tf_format.bundle import BundleReader
@@ -49,19 +51,11 @@ def is_tf_checkpoint(path: str) -> bool:
     return os.path.isfile(path + ".index")
 
 
-def _keras_variable(x: Any) -> bool:
-    if "keras" not in __import__("sys").modules:
-        return False
-    import keras
-
-    return isinstance(x, keras.Variable)
-
-
 def _face(x: Any) -> Any:
     """The ``tps.Variable`` to restore through (a Keras variable's companion), or None."""
     if adapter.is_variable(x):
         return x
-    if _keras_variable(x):
+    if adapter.is_keras_variable(x):
         from tpustrategy._src.keras import variables as variables_lib
 
         return variables_lib.checkpoint_state(x)
@@ -92,24 +86,8 @@ def _fit(value: np.ndarray, dtype: np.dtype, shape: tuple[int, ...], key: str, a
         f"{dtype}.\nFix: create it with dtype {value.dtype} (with 64-bit types off, its 32-bit form).")
 
 
-def _assign_variable(var: Any, value: np.ndarray) -> None:
-    sharding = var._value.sharding
-    if var._kind == adapter.SYNC_ON_READ:
-        replicas = int(var._value.shape[0])
-        stacked = np.zeros((replicas, *value.shape), value.dtype)
-        if adapter._aggregation(var) == "SUM":
-            stacked[0] = value
-        else:
-            stacked[:] = value
-        adapter.set_variable(var, jax.device_put(stacked, sharding))
-    else:
-        adapter.set_variable(var, jax.device_put(value, sharding))
-
-
 def _putter(parent: Any, name: str) -> Callable[[Any], None] | None:
-    from tpustrategy._src.checkpoint.checkpoint import Checkpoint
-
-    if isinstance(parent, Checkpoint):
+    if isinstance(parent, NamedObjects):  # a Checkpoint: its named objects, then its root's attributes
         if name in parent._objects:
             return lambda v: parent._objects.__setitem__(name, v)
         return None if parent._root is None else _putter(parent._root, name)
@@ -133,11 +111,21 @@ def _parents(nodes: list[Any], found: dict[int, Any]) -> dict[int, tuple[Any, st
 
 
 def _underlying(x: Any) -> int:
-    return id(getattr(x, "_keras", x))
+    """The identity of the variable ``x`` stands for (a Keras variable's companion: the Keras variable)."""
+    return id(getattr(x, "keras_variable", x))
 
 
-def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
-    """Restores the TensorFlow checkpoint ``prefix`` into ``ckpt`` (module docstring)."""
+def restore(ckpt: NamedObjects, prefix: str, api: str, *, make_graph: Callable[[], Graph],
+            set_save_counter: Callable[[int], None]) -> CheckpointLoadStatus:
+    """Restores the TensorFlow checkpoint ``prefix`` into ``ckpt`` (module docstring).
+
+    Args:
+      ckpt: the Checkpoint restored into (its objects are matched with the saved graph).
+      prefix, api: the checkpoint and the API restoring it (for errors).
+      make_graph: ``ckpt``'s flattened objects (`graph.Graph`), built after the values
+        are in place: its variables that found no value are the status's ``missing``.
+      set_save_counter: stores the saved ``save_counter`` into ``ckpt``.
+    """
     reader = BundleReader(prefix, api)
     nodes = object_graph.read_object_graph(reader, api)
     found = object_graph.match(nodes, ckpt)
@@ -154,7 +142,7 @@ def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
             key = attr.checkpoint_key
             if node_id == counter_node and node_id not in found and attr.name == object_graph.VALUE:
                 count = int(reader.get(key))
-                actions.append(lambda count=count: object.__setattr__(ckpt, "_save_counter", count))
+                actions.append(lambda count=count: set_save_counter(count))
                 matched.append(key)
                 continue
             obj = found.get(node_id)
@@ -175,7 +163,7 @@ def restore(ckpt: Any, prefix: str, api: str) -> CheckpointLoadStatus:
             matched_ids.add(_underlying(count_var))
     for action in actions:
         action()
-    graph = ckpt._graph(api, restoring=True)
+    graph = make_graph()
     missing = [key for key, entry in graph.entries.items()
                if entry.kind == "variable" and _underlying(entry.obj) not in matched_ids]
     return CheckpointLoadStatus(prefix, matched, unused, missing)
@@ -217,7 +205,7 @@ def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
     face = _face(obj)
     if face is not None:
         fitted = _fit(value, np.dtype(face.dtype), tuple(face.shape), key, api)
-        return lambda: _assign_variable(face, fitted)
+        return lambda: adapter.assign_host_value(face, fitted)
     if isinstance(obj, np.ndarray):
         fitted = _fit(value, obj.dtype, obj.shape, key, api)
         if obj.flags.writeable:

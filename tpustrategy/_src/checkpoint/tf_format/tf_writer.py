@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.tf_format import bundle, object_graph, wire
-from tpustrategy._src.checkpoint.tf_format.restore import _keras_variable
 from tpustrategy._src.errors import UnimplementedError
 
 _KERAS_SKIP = frozenset({
@@ -67,7 +67,7 @@ def _keras_kind(x: Any) -> str | None:
 
 
 def _is_value(x: Any) -> bool:
-    return (adapter.is_variable(x) or _keras_variable(x) or isinstance(x, (np.ndarray, np.generic))
+    return (adapter.is_variable(x) or adapter.is_keras_variable(x) or isinstance(x, (np.ndarray, np.generic))
             or type(x).__module__.startswith(("jax", "jaxlib")) and hasattr(x, "shape")
             or isinstance(x, (bool, int, float, str, bytes)))
 
@@ -105,11 +105,9 @@ class _Walk:
         directly or in dicts/lists given to it (an object's plain attributes
         and the lists inside a Keras layer are its configuration).
         """
-        from tpustrategy._src.checkpoint.checkpoint import Checkpoint
-
         if isinstance(obj, _Counter):
             return []
-        if isinstance(obj, Checkpoint):
+        if isinstance(obj, NamedObjects):  # a Checkpoint
             items = list(obj._objects.items())
             if obj._root is not None:
                 items = [(k, v) for k, v in self._attributes(obj._root) if k not in obj._objects] + items
@@ -226,7 +224,7 @@ def _value_of(obj: Any, path: str) -> tuple[np.ndarray, str]:
     if adapter.is_variable(obj):
         value = np.asarray(obj.read_value())
         name = str(getattr(obj, "name", "Variable")).removesuffix(":0")
-    elif _keras_variable(obj):
+    elif adapter.is_keras_variable(obj):
         value = np.asarray(obj)
         name = str(obj.path)
     else:
