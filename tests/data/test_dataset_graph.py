@@ -111,13 +111,13 @@ def test_every_node_exposes_inputs_and_walk_visits_each_node_once():
 
 def test_with_inputs_returns_a_copy_with_new_inputs_and_keeps_parameters():
     batch = Dataset.range(10).batch(4, drop_remainder=True)
-    new = batch._with_inputs(Dataset.range(100, 108))
+    new = batch.with_inputs(Dataset.range(100, 108))
     assert isinstance(new, BatchDataset) and new is not batch
     assert (new.batch_size, new.drop_remainder) == (4, True)
     assert [b.tolist() for b in new] == [[100, 101, 102, 103], [104, 105, 106, 107]]
     assert [b.tolist() for b in batch][0] == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="expected 1 inputs; received 2"):
-        batch._with_inputs(Dataset.range(1), Dataset.range(1))
+        batch.with_inputs(Dataset.range(1), Dataset.range(1))
 
 
 def test_replace_changes_a_parameter_on_a_copy():
@@ -140,8 +140,8 @@ def test_rewrite_inserts_a_file_shard_above_the_reader_file_names(tmp_path):
     ds = tpsd.TFRecordDataset(paths).map(lambda r: r.upper()).batch(8)
 
     def shard_files(node):
-        if node._is_reader:
-            return node._with_inputs(node.filenames.shard(2, 1))
+        if node.is_reader:
+            return node.with_inputs(node.filenames.shard(2, 1))
         return None
 
     sharded = rewrite(ds, shard_files)
@@ -155,7 +155,7 @@ def test_interleave_keeps_fn_so_a_reader_inside_can_be_discovered(tmp_path):
     files = Dataset.from_tensor_slices([str(tmp_path / "x.tfrecord")])
     ds = files.interleave(lambda f: tpsd.TFRecordDataset(f), cycle_length=2)
     inner = ds.fn(b"sample.tfrecord")
-    assert inner._is_reader and [pathlib.Path(p.decode()).name for p in inner.filenames] == ["sample.tfrecord"]
+    assert inner.is_reader and [pathlib.Path(p.decode()).name for p in inner.filenames] == ["sample.tfrecord"]
 
 
 def test_node_parameters_are_exposed_for_graph_passes():
@@ -166,7 +166,7 @@ def test_node_parameters_are_exposed_for_graph_passes():
     assert Dataset.range(5).repeat(2).count == 2
     assert Dataset.range(5).take(2).count == 2
     assert Dataset.range(5).prefetch(2).buffer_size == 2
-    assert tpsd.TFRecordDataset("a")._is_reader and not Dataset.range(1)._is_reader
+    assert tpsd.TFRecordDataset("a").is_reader and not Dataset.range(1).is_reader
 
 
 def test_no_data_module_imports_jax():

@@ -81,7 +81,7 @@ def test_file_sharding_matches_the_tensorflow_golden_case(four_files):
     case = golden_case("shard_tfrecord4_FILE_W2")
     reader = tpsd.TFRecordDataset(four_files)
     for worker in case["output"]["workers"]:
-        sharded = reader._with_inputs(reader.filenames.shard(2, worker["worker"]))
+        sharded = reader.with_inputs(reader.filenames.shard(2, worker["worker"]))
         assert [r.decode() for r in sharded] == worker["elements"]
 
 
@@ -103,7 +103,7 @@ def test_parallel_reads_with_file_sharding_match_the_golden_sets(four_files):
     case = golden_case("shard_tfrecord_parallel_reads_FILE_W2_sets")
     reader = tpsd.TFRecordDataset(four_files, num_parallel_reads=2)
     for worker in case["output"]["workers"]:
-        sharded = reader._with_inputs(reader.filenames.shard(2, worker["worker"]))
+        sharded = reader.with_inputs(reader.filenames.shard(2, worker["worker"]))
         assert sorted(r.decode() for r in sharded) == worker["elements"]
 
 
@@ -131,7 +131,7 @@ def test_text_line_dataset_matches_the_golden_file_sharding(tmp_path):
         names.append(str(path))
     reader = tpsd.TextLineDataset(names)
     for worker in case["output"]["workers"]:
-        sharded = reader._with_inputs(reader.filenames.shard(3, worker["worker"]))
+        sharded = reader.with_inputs(reader.filenames.shard(3, worker["worker"]))
         assert [r.decode() for r in sharded] == worker["elements"]
 
 

@@ -29,7 +29,7 @@ class AssertCardinalityDataset(Dataset):
       expected_cardinality: the declared number of elements (or INFINITE_CARDINALITY).
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("expected_cardinality",)
 
     def __init__(self, input_dataset: Dataset, expected_cardinality: Any):

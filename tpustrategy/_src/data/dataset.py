@@ -4,7 +4,7 @@ A dataset is a node that knows its upstream datasets (``inputs``) and its
 parameters; nothing is read or computed until it is iterated. The chaining
 methods here are thin: each builds a node from the module of that
 transformation (one module per transformation). The graph can be walked
-(`Dataset._graph_nodes`) and rebuilt with new inputs (`Dataset._with_inputs`),
+(`Dataset._graph_nodes`) and rebuilt with new inputs (`Dataset.with_inputs`),
 which is how the auto-shard rewrite inserts a ``shard`` above the file names
 of a reader.
 """
@@ -37,7 +37,7 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
       [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]]
     """
 
-    _is_reader: ClassVar[bool] = False
+    is_reader: ClassVar[bool] = False
     # Names of the constructor parameters kept as attributes (see `_replace`).
     _params: ClassVar[tuple[str, ...]] = ()
 
@@ -59,11 +59,11 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         """The upstream datasets of this node."""
         return self._inputs
 
-    def _with_inputs(self, *new_inputs: Dataset) -> Dataset:
+    def with_inputs(self, *new_inputs: Dataset) -> Dataset:
         """A shallow copy of this node reading from ``new_inputs`` instead."""
         if len(new_inputs) != len(self._inputs):
             raise ValueError(
-                f"{type(self).__name__}._with_inputs: expected {len(self._inputs)} inputs; "
+                f"{type(self).__name__}.with_inputs: expected {len(self._inputs)} inputs; "
                 f"received {len(new_inputs)}."
             )
         new = copy.copy(self)

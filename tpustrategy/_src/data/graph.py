@@ -3,7 +3,7 @@
 A dataset graph is a DAG of `Dataset` nodes linked by ``inputs``. `walk`
 visits every node once, outputs first; `rewrite` rebuilds the graph bottom-up
 through a user function, copying only the nodes above a change. The auto-shard
-pass uses these to find readers (``node._is_reader``) and to insert a ``shard``
+pass uses these to find readers (``node.is_reader``) and to insert a ``shard``
 on their ``filenames`` or to resize a ``batch``.
 """
 
@@ -35,8 +35,8 @@ def rewrite(dataset: Dataset, fn: Callable[[Dataset], Dataset | None]) -> Datase
 
     Example:
       >>> def shard_files(node):
-      ...     if node._is_reader:
-      ...         return node._with_inputs(node.filenames.shard(2, 0))
+      ...     if node.is_reader:
+      ...         return node.with_inputs(node.filenames.shard(2, 0))
       >>> rewrite(ds, shard_files)
     """
     memo: dict[int, Dataset] = {}
@@ -48,7 +48,7 @@ def rewrite(dataset: Dataset, fn: Callable[[Dataset], Dataset | None]) -> Datase
         new_inputs = tuple(visit(i) for i in node.inputs)
         current = node
         if any(a is not b for a, b in zip(new_inputs, node.inputs)):
-            current = node._with_inputs(*new_inputs)
+            current = node.with_inputs(*new_inputs)
         replaced = fn(current)
         out = current if replaced is None else replaced
         memo[key] = out
@@ -58,5 +58,5 @@ def rewrite(dataset: Dataset, fn: Callable[[Dataset], Dataset | None]) -> Datase
 
 
 def find_readers(dataset: Dataset) -> list[Dataset]:
-    """The reader nodes (``_is_reader``) reachable through ``inputs``."""
-    return [n for n in walk(dataset) if n._is_reader]
+    """The reader nodes (``is_reader``) reachable through ``inputs``."""
+    return [n for n in walk(dataset) if n.is_reader]

@@ -57,7 +57,7 @@ class GroupByReducerDataset(Dataset):
       reducer: the `Reducer`.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("key_func", "reducer")
 
     def __init__(self, input_dataset: Dataset, key_func: Callable[..., Any], reducer: Reducer):

@@ -55,7 +55,7 @@ class GroupByWindowDataset(Dataset):
       window_size_func: ``window_size_func(key)`` -> int64 scalar.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("key_func", "reduce_func", "window_size", "window_size_func")
 
     def __init__(

@@ -30,7 +30,7 @@ class IgnoreErrorsDataset(Dataset):
       log_warning: whether each ignored error is reported as a `UserWarning`.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("log_warning",)
 
     def __init__(self, input_dataset: Dataset, log_warning: Any = False):

@@ -84,7 +84,7 @@ def _check_optional_int(value: Any, api: str, arg: str, minimum: int) -> int | N
 class _ReaderDataset(Dataset):
     """Base of the reader nodes: file names in, ``bytes`` records out."""
 
-    _is_reader = True
+    is_reader = True
     _api = "reader"
 
     def __init__(self, filenames: Any, compression_type: str | None, buffer_size: int | None, num_parallel_reads: int | None):

@@ -155,7 +155,7 @@ class ShardsDataset(Dataset):
     auto-sharding gives each input pipeline a subset of the shards.
     """
 
-    _is_reader = True
+    is_reader = True
     _params = ("compression_type", "spec")
 
     def __init__(self, filenames: Dataset, compression_type: str, spec: Any):
@@ -197,7 +197,7 @@ class _ShardsIterator(NodeIterator):
 class LoadDataset(Dataset):
     """The dataset read back from a `Dataset.save` directory (a pass-through over ``reader_func``'s result)."""
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("path", "num_elements")
 
     def __init__(self, inner: Dataset, path: str, num_elements: int | None):
@@ -214,8 +214,8 @@ class LoadDataset(Dataset):
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
         return self.inputs[0]._make_iterator(ctx)
 
-    def _with_inputs(self, *new_inputs: Dataset) -> Dataset:
-        new = super()._with_inputs(*new_inputs)
+    def with_inputs(self, *new_inputs: Dataset) -> Dataset:
+        new = super().with_inputs(*new_inputs)
         new.num_elements = None  # a rewritten (e.g. sharded) reader holds another count
         return new
 

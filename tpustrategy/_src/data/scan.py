@@ -113,7 +113,7 @@ class ScanDataset(Dataset):
       scan_func: ``(state, element) -> (new_state, output)``.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("initial_state", "scan_func")
 
     def __init__(self, input_dataset: Dataset, initial_state: Any, scan_func: Callable[[Any, Any], Any]):

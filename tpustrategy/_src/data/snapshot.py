@@ -40,7 +40,7 @@ class SnapshotDataset(Dataset):
       shard_func: ``shard_func(element)`` -> the shard index (as in `Dataset.save`).
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("path", "compression", "reader_func", "shard_func")
 
     def __init__(self, input_dataset: Dataset, path: Any, compression: str | None = "AUTO",

@@ -22,7 +22,7 @@ class TakeWhileDataset(Dataset):
       predicate: ``predicate(*element)`` for tuples, ``predicate(element)`` otherwise; a scalar bool.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("predicate",)
 
     def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any]):

@@ -46,7 +46,7 @@ def _key(x: Any) -> Any:
 class UniqueDataset(Dataset):
     """The distinct elements of the input, in order of first occurrence."""
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
 
     def __init__(self, input_dataset: Dataset):
         super().__init__((input_dataset,))

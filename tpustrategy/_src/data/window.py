@@ -112,7 +112,7 @@ class WindowDataset(Dataset):
       drop_remainder: whether short windows at the end are dropped.
     """
 
-    _autoshard_pass_through = True
+    autoshard_pass_through = True
     _params = ("size", "shift", "stride", "drop_remainder")
 
     def __init__(self, input_dataset: Dataset, size: Any, shift: Any = None, stride: Any = 1, drop_remainder: Any = False):

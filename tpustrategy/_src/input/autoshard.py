@@ -141,21 +141,21 @@ def _fn_makes_reader(node: Any) -> bool:
         made = node.fn(sample)
     except Exception:
         return False
-    return any(getattr(n, "_is_reader", False) for n in walk(made)) if made is not None else False
+    return any(getattr(n, "is_reader", False) for n in walk(made)) if made is not None else False
 
 
 def _file_rewrite(node: Any, w: int, i: int, changes: list[str]) -> Any:
     name = type(node).__name__
-    if getattr(node, "_is_reader", False):
-        return node._with_inputs(_shard_file_list(node.filenames, w, i, name, changes))
+    if getattr(node, "is_reader", False):
+        return node.with_inputs(_shard_file_list(node.filenames, w, i, name, changes))
     if name in _FUNCTION_DATASETS and _fn_makes_reader(node):
-        return node._with_inputs(_shard_file_list(node.inputs[0], w, i, f"{name} of readers", changes))
+        return node.with_inputs(_shard_file_list(node.inputs[0], w, i, f"{name} of readers", changes))
     if name in _MULTI_INPUT:
-        return node._with_inputs(*[_file_rewrite(x, w, i, changes) for x in node.inputs])
-    if name in _PASS_THROUGH or name in _FUNCTION_DATASETS or getattr(node, "_autoshard_pass_through", False):
-        # ``_autoshard_pass_through``: a one-input transformation that TensorFlow's
+        return node.with_inputs(*[_file_rewrite(x, w, i, changes) for x in node.inputs])
+    if name in _PASS_THROUGH or name in _FUNCTION_DATASETS or getattr(node, "autoshard_pass_through", False):
+        # ``autoshard_pass_through``: a one-input transformation that TensorFlow's
         # FILE rewrite walks through (window, scan, unique, group_by_window, ...).
-        return node._with_inputs(_file_rewrite(node.inputs[0], w, i, changes))
+        return node.with_inputs(_file_rewrite(node.inputs[0], w, i, changes))
     if name in _UNSHARDABLE:
         raise _NotShardable(f"Found an unshardable source dataset: {name}")
     raise _NotShardable(
@@ -168,7 +168,7 @@ def _file_rewrite(node: Any, w: int, i: int, changes: list[str]) -> Any:
 def _hint_rewrite(node: Any, w: int, i: int, changes: list[str]) -> Any:
     new_inputs = tuple(_hint_rewrite(x, w, i, changes) for x in node.inputs)
     if any(a is not b for a, b in zip(new_inputs, node.inputs)):
-        node = node._with_inputs(*new_inputs)
+        node = node.with_inputs(*new_inputs)
     if type(node).__name__ == "ShardDataset" and node.num_shards == SHARD_HINT and node.index == SHARD_HINT:
         changes.append(f"shard(SHARD_HINT, SHARD_HINT) -> shard({w}, {i})")
         return node._replace(num_shards=w, index=i)
