@@ -11,10 +11,11 @@ first; an observer may return a stand-in for it (the eager tape's source value).
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import Protocol
 
 import jax
 
+from tpustrategy._src.types import PyTree
 from tpustrategy._src.variables.state import VariableState
 
 
@@ -24,7 +25,7 @@ class ReadObserver(Protocol):
     def on_read(self, variable: VariableState, value: jax.Array) -> jax.Array:
         """Called with each value read; returns the value to hand to the caller."""
 
-    def to_stored(self, value: Any) -> Any:
+    def to_stored(self, value: PyTree) -> PyTree:
         """The plain array a variable stores for ``value`` (a write is never recorded)."""
 
 
@@ -55,7 +56,7 @@ def on_read(variable: VariableState, value: jax.Array) -> jax.Array:
     return value
 
 
-def to_stored(value: Any) -> Any:
+def to_stored(value: PyTree) -> PyTree:
     for observer in reversed(_state.observers):
         value = observer.to_stored(value)
     return value

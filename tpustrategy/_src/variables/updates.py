@@ -11,7 +11,7 @@ outside any scope) used in ``run`` gets every replica's update in turn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,13 @@ from tpustrategy._src.variables.state import (
     VariableState,
     strategy_of,
 )
+
+
+class _CompiledReplica(Protocol):
+    """What an update in a compiled replica function reads of its replica context."""
+
+    @property
+    def num_replicas_in_sync(self) -> int: ...
 
 
 def _replica_context() -> Any:
@@ -191,7 +198,8 @@ def write(var: VariableState, method: str, value: Any, read_value: bool, label: 
         _cross_replica_update(var, method, value, label)
 
 
-def _compiled_replica_update(var: VariableState, method: str, value: Any, frame: Frame, ctx: Any) -> jax.Array:
+def _compiled_replica_update(
+        var: VariableState, method: str, value: Any, frame: Frame, ctx: _CompiledReplica) -> jax.Array:
     current = frame.read(var, var._shape)
     v = jnp.asarray(value)
     if var._kind == SYNC_ON_READ:
@@ -206,7 +214,8 @@ def _compiled_replica_update(var: VariableState, method: str, value: Any, frame:
     return combine(var, method, current, _aggregate_compiled(var, v, ctx))
 
 
-def _merge_fn_update(var: VariableState, method: str, value: Any, frame: Frame, label: str | None = None) -> jax.Array:
+def _merge_fn_update(
+        var: VariableState, method: str, value: Any, frame: Frame, label: str | None = None) -> jax.Array:
     """A write in ``merge_fn`` of a compiled replica function: cross-replica semantics.
 
     The trace stands for every replica at once, so a value equal on every replica (a
@@ -235,7 +244,7 @@ def _merge_fn_update(var: VariableState, method: str, value: Any, frame: Frame, 
     return combine(var, method, current, v)
 
 
-def _aggregate_compiled(var: VariableState, v: jax.Array, ctx: Any) -> jax.Array:
+def _aggregate_compiled(var: VariableState, v: jax.Array, ctx: _CompiledReplica) -> jax.Array:
     agg = var._aggregation
     n = ctx.num_replicas_in_sync
     out: jax.Array = v  # jax.lax's collectives are typed Any
