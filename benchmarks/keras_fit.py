@@ -18,12 +18,15 @@ Rows:
                                  ``keras.optimizers.SGD``, ``tps.function`` +
                                  ``strategy.run``) over the same model and
                                  pipeline, iterated with at most 4 steps in flight.
-  fit vs Keras DataParallel      steps/s (higher is better), goal >= 1.0: the
+  fit vs Keras DataParallel      steps/s (higher is better), goal >= 1.05: the
                                  same ``fit`` vs Keras's own
                                  ``keras.distribution.DataParallel`` over the same
                                  8 devices, fed the same arrays (Keras's array
                                  adapter, ``batch_size=512, shuffle=False``).
-  Keras model in tps.function    s/step (lower is better), goal <= 1.05: the
+  fit(arrays) vs DataParallel    steps/s, goal >= 1.05: ``fit`` under the strategy
+                                 fed those same NumPy arrays (Keras's array adapter
+                                 on both sides: no pipeline difference).
+  Keras model in tps.function    s/step (lower is better), goal <= 1.03: the
                                  custom-loop step on one batch already on the
                                  devices, vs the same step hand-written in JAX
                                  (``jax.jit`` of ``model.stateless_call`` +
@@ -38,6 +41,15 @@ Rows:
                                  jitted alone, 8 unrolled vs 1, on a batch already
                                  on the devices (each call waited on): the
                                  device-side ceiling of the row above.
+  steps_per_execution=8, fit vs  µs/step, goal <= 1.05 (within 5 %): ``fit`` with
+  the bare 8-step program        ``steps_per_execution=8`` vs a hand-written loop
+                                 over the same pipeline doing the same work: 8
+                                 batches taken and each ``device_put`` split over
+                                 the replicas, one call of the 8-step program
+                                 (``jax.jit`` of 8 unrolled Keras train steps,
+                                 state donated), at most 4 calls in flight, the
+                                 state waited on at the end: what Keras's loop and
+                                 ours add around the program.
 
 Every timed call is waited on (``fit``: the model's variables after it returns).
 All sides of a row run interleaved, round by round, in one process; at the end
@@ -73,9 +85,11 @@ LR = 0.01
 TINY_STEPS = 128
 ROWS = ("steps/s: fit under the strategy vs a tps.function custom loop (same model, pipeline)",
         "steps/s: fit under the strategy vs Keras DataParallel fit (same devices, data)",
+        "steps/s: fit(NumPy arrays) under the strategy vs Keras DataParallel fit (same arrays)",
         "Keras model in tps.function (tps.GradientTape) vs hand-written jit step, synchronised",
         "steps_per_execution=8 vs 1: fit of a tiny model, time per step",
-        "steps_per_execution=8 vs 1: the bare programs of that model (data on device), time per step")
+        "steps_per_execution=8 vs 1: the bare programs of that model (data on device), time per step",
+        "steps_per_execution=8: fit vs the bare 8-step program fed from the same pipeline, time per step")
 
 
 def data() -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +122,7 @@ def fit_cases(keras, strategy, weights, x, y):
     ds = tpsd.Dataset.from_tensor_slices((x, y)).repeat().batch(GLOBAL_BATCH)
     with strategy.scope():
         fit_model = fitted(keras, weights)
+        arrays_model = fitted(keras, weights)
         loop_model = create_model(keras)
         loop_model.set_weights(weights)
         optimizer = keras.optimizers.SGD(LR)
@@ -135,6 +150,11 @@ def fit_cases(keras, strategy, weights, x, y):
             fit_model.fit(ds, epochs=1, steps_per_epoch=S, verbose=0)
         return _common.wait([v.value for v in fit_model.trainable_variables])
 
+    def run_arrays():
+        for _ in range(CALLS):
+            arrays_model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, steps_per_epoch=S, shuffle=False, verbose=0)
+        return _common.wait([v.value for v in arrays_model.trainable_variables])
+
     def run_loop():
         seconds = 0.0
         for _ in range(CALLS):
@@ -150,8 +170,8 @@ def fit_cases(keras, strategy, weights, x, y):
                 dp_model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, steps_per_epoch=S, shuffle=False, verbose=0)
             return _common.wait([v.value for v in dp_model.trainable_variables])
 
-    models = {"fit": fit_model, "loop": loop_model, "keras_dp": dp_model}
-    return {"fit": run_fit, "loop": run_loop, "keras_dp": run_dp}, models
+    models = {"fit": fit_model, "arrays": arrays_model, "loop": loop_model, "keras_dp": dp_model}
+    return {"fit": run_fit, "arrays": run_arrays, "loop": run_loop, "keras_dp": run_dp}, models
 
 
 def step_cases(keras, strategy, weights, x, y):
@@ -242,16 +262,38 @@ def spe_cases(keras, strategy):
         models[k].fit(ds, epochs=1, steps_per_epoch=TINY_STEPS, verbose=0)
         return _common.wait([v.value for v in models[k].trainable_variables])
 
+    from tpustrategy._src.keras import steps
+
+    model = models[8]
+    split = NamedSharding(strategy.mesh, P("replica"))
+    fed = {"state": jax.tree.map(lambda a: a.copy(), (
+        [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
+        [v.value for v in model.optimizer.variables], [v.value for v in model.metrics_variables]))}
+    fed_program = jax.jit(steps._unrolled(model.train_step), donate_argnums=0,
+                          out_shardings=(None, model._get_state_sharding_spec()))
+
+    def run_fed():
+        """fit's work without fit: the same pipeline, one device_put per batch, one 8-step program per 8 steps."""
+        it = ds.as_numpy_iterator()
+        pending: list = []
+        for _ in range(TINY_STEPS // 8):
+            batches = [tuple(jax.device_put(list(next(it)), split)) for _ in range(8)]
+            logs, fed["state"] = fed_program(fed["state"], batches)
+            pending.append(logs)
+            if len(pending) > _common.PIPELINE_DEPTH:
+                _common.wait(pending.pop(0))
+        return _common.wait(fed["state"][0])
+
     def check():
         for a, b in zip(models[8].get_weights(), models[1].get_weights()):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         assert int(models[8].optimizer.iterations.numpy()) == int(models[1].optimizer.iterations.numpy())
+        for v, w in zip(models[8].trainable_variables, fed["state"][0]):   # the same steps, the same data
+            np.testing.assert_allclose(v.numpy(), np.asarray(w), rtol=1e-4, atol=1e-5, err_msg=v.path)
 
     def bare():
         """Keras's train step jitted alone, 8 unrolled vs 1, on one batch already on the devices: the
         device-side ceiling of what steps_per_execution can save (no input pipeline, no Keras loop)."""
-        from tpustrategy._src.keras import steps
-
         model = models[1]
         state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
                  [v.value for v in model.optimizer.variables], [v.value for v in model.metrics_variables])
@@ -262,7 +304,7 @@ def spe_cases(keras, strategy):
         batch = (jax.device_put(x[:64], split), jax.device_put(y[:64], split))
         return {8: lambda: many(state, [batch] * 8)[0], 1: lambda: one(state, batch)[0]}
 
-    return {8: lambda: run(8), 1: lambda: run(1)}, check, bare
+    return {8: lambda: run(8), 1: lambda: run(1), "fed": run_fed}, check, bare
 
 
 def timed(fn):
@@ -277,7 +319,7 @@ def main() -> None:
     keras, missing = _common.optional_module("keras")
     if missing:
         _common.skip_all(list(ROWS), missing, args.json)
-    rounds = 3 if args.quick else 21
+    rounds = 3 if args.quick else 11  # ~3 min on 2 loaded cores; the paired ratios carry the noise
     strategy = tps.MirroredStrategy()
     keras.utils.set_random_seed(0)
     weights = create_model(keras).get_weights()
@@ -289,15 +331,17 @@ def main() -> None:
         fn()
     # run_loop returns its own seconds; the fit sides are timed here around the waited call
     steps = S * CALLS
-    measure = {"fit": lambda: steps / timed(fits["fit"]), "loop": lambda: steps / fits["loop"](),
-               "keras_dp": lambda: steps / timed(fits["keras_dp"])}
+    measure = {"fit": lambda: steps / timed(fits["fit"]), "arrays": lambda: steps / timed(fits["arrays"]),
+               "loop": lambda: steps / fits["loop"](), "keras_dp": lambda: steps / timed(fits["keras_dp"])}
     res = _common.side_by_side(measure, rounds)
     rows.append(_common.row(ROWS[0], res["fit"], res["loop"], "steps/s", higher_is_better=True,
                             note="goal >= 0.95"))
     rows.append(_common.row(ROWS[1], res["fit"], res["keras_dp"], "steps/s", higher_is_better=True,
-                            note="goal >= 1.0"))
+                            note="goal >= 1.05"))
+    rows.append(_common.row(ROWS[2], res["arrays"], res["keras_dp"], "steps/s", higher_is_better=True,
+                            note="goal >= 1.05"))
     ref = models["keras_dp"].get_weights()
-    for name in ("fit", "loop"):
+    for name in ("fit", "arrays", "loop"):
         for a, b in zip(models[name].get_weights(), ref):
             np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-5, err_msg=name)
 
@@ -307,14 +351,15 @@ def main() -> None:
     iters = 10 if args.quick else 60
     res = _common.side_by_side({name: (lambda s=s: _common.timed_sync(s, iters)) for name, s in steps.items()},
                                rounds)
-    rows.append(_common.row(ROWS[2], res["ours"], res["hand"], "s/step", note="goal <= 1.05"))
+    rows.append(_common.row(ROWS[3], res["ours"], res["hand"], "s/step", note="goal <= 1.03"))
     check()
 
     spe, check, bare = spe_cases(keras, strategy)
     for fn in spe.values():
         fn()
     res = _common.side_by_side({k: (lambda fn=fn: timed(fn) / TINY_STEPS * 1e6) for k, fn in spe.items()}, rounds)
-    rows.append(_common.row(ROWS[3], res[8], res[1], "µs/step", note="goal <= 0.5 (speed-up = 1/ratio >= 2)"))
+    rows.append(_common.row(ROWS[4], res[8], res[1], "µs/step", note="goal <= 0.5 (speed-up = 1/ratio >= 2)"))
+    spe_rows = [_common.row(ROWS[6], res[8], res["fed"], "µs/step", note="goal <= 1.05 (within 5 %)")]
     check()
     programs = bare()
     for fn in programs.values():
@@ -322,8 +367,8 @@ def main() -> None:
     calls = {8: TINY_STEPS // 8, 1: TINY_STEPS}
     res = _common.side_by_side({k: (lambda k=k, fn=fn: _common.timed_sync(fn, calls[k]) * calls[k] / TINY_STEPS * 1e6)
                                 for k, fn in programs.items()}, rounds)
-    rows.append(_common.row(ROWS[4], res[8], res[1], "µs/step", note="the ceiling for the row above"))
-    _common.finish(rows, args.json)
+    rows.append(_common.row(ROWS[5], res[8], res[1], "µs/step", note="the ceiling for the row above"))
+    _common.finish(rows + spe_rows, args.json)
 
 
 if __name__ == "__main__":

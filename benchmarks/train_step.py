@@ -22,6 +22,9 @@ Rows (seconds per step, lower is better; ratio = ours / hand-written):
                                 5 programs in flight on both sides; XLA's CPU
                                 collectives lock up with dozens queued), 16 calls
                                 per round so most are timed in the steady state.
+  small MLP 64-256-10: ...      the six rows again for a 64 -> 256 -> 10 model (a few ms
+                                a step), where a fixed per-call cost weighs about ten
+                                times more. Target <= 1.03 for every row.
   steps/s vs TensorFlow         (``--tf-python PATH``, a Python with TensorFlow) TF's
                                 MirroredStrategy custom loop on 8 logical CPUs,
                                 ``tf.function`` + ``strategy.run``, the loss read
@@ -62,13 +65,14 @@ ROWS = [  # (key, row name, hand-written key, target)
     ("functional", "tps.function MLP step (functional) vs jit(shard_map)+optax", "hand_fn", 1.05),
 ]
 TF_ROW = "steps/s: tps.function (Variables) vs TF MirroredStrategy, synchronised"
-# (row prefix, layer sizes): the model of _mlp.py (~40 ms a step here) and a small one (~4 ms),
-# where a fixed per-call cost weighs ten times more.
-MODELS = [("", SIZES), ("small MLP 64-256-10: ", [64, 256, 10])]
+# (row prefix, layer sizes, target for every row or None for ROWS' own): the model of _mlp.py
+# (~40 ms a step here) and a small one (~4 ms), where a fixed per-call cost weighs ten times more
+# (issue 26's goal: <= 1.03 through strategy.run and tps.function alike).
+MODELS = [("", SIZES, None), ("small MLP 64-256-10: ", [64, 256, 10], 1.03)]
 
 
 def planned_rows() -> list[str]:
-    return [f"{prefix}{name}, {mode}" for prefix, _ in MODELS for mode in ("synchronised", "pipelined")
+    return [f"{prefix}{name}, {mode}" for prefix, _, _ in MODELS for mode in ("synchronised", "pipelined")
             for _, name, _, _ in ROWS] + [TF_ROW]
 
 
@@ -251,13 +255,13 @@ def main() -> None:
     y = rng.integers(0, 10, size=GLOBAL_BATCH).astype(np.int32)
     rows = []
     results = {}
-    for prefix, sizes in MODELS:
+    for prefix, sizes, model_target in MODELS:
         steps, check = cases(strategy, optax, x, y, sizes)
         # (iterations per round, rounds): synchronised rounds are short (finer pairing under
         # the machine's load bursts); pipelined rounds run several times the pipeline depth
         # so that most calls are timed in the steady state, not filling or draining it.
-        plan = {"synchronised": (5, 3) if args.quick else (4, 31),
-                "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 13)}
+        plan = {"synchronised": (5, 3) if args.quick else (4, 21),
+                "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 9)}
         for step in steps.values():  # compile and warm up
             _common.timed_sync(step, 3)
         for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
@@ -269,7 +273,7 @@ def main() -> None:
                 results[mode] = res
             for key, name, hand, target in ROWS:
                 rows.append(_common.row(f"{prefix}{name}, {mode}", res[key], res[hand], "s/step",
-                                        note=f"target <= {target:.2f}"))
+                                        note=f"target <= {model_target or target:.2f}"))
         check()
     if args.tf_python:
         tf = tf_rates(args.tf_python, 10 if args.quick else 30, 3 if args.quick else 7)
