@@ -1,6 +1,7 @@
 """``fit`` arguments Keras accepts with a dataset, over tpsd datasets under a strategy, equal one device.
 
-``class_weight``, sample weights inside the dataset, ``initial_epoch`` and ``validation_freq``;
+``class_weight``, sample weights inside the dataset, ``initial_epoch``, ``validation_freq``, ``shuffle=True``
+with NumPy arrays and callbacks' ``save_freq`` in steps;
 the reference is single-device Keras 3 on the same NumPy arrays in the same batches.
 """
 
@@ -78,3 +79,64 @@ def test_initial_epoch_and_validation_freq_equal_one_device():
                     verbose=0).history
     assert len(got["loss"]) == 3 and len(got["val_loss"]) == 2   # after epochs 2 and 4 (1-based)
     assert_history(got, want)
+
+
+@pytest.mark.parametrize("batch_size", [16, 20], ids=["even", "partial-last-batch"])
+def test_shuffle_true_with_numpy_arrays_equals_one_device(batch_size):
+    # Keras shuffles the arrays' order each epoch from its seed: the same seed, the same batches.
+    want = compiled().fit(X, Y, batch_size=batch_size, epochs=3, shuffle=True, verbose=0).history
+    unshuffled = compiled().fit(X, Y, batch_size=batch_size, epochs=3, shuffle=False, verbose=0).history
+    assert not np.allclose(want["loss"], unshuffled["loss"])     # the shuffle changes the result
+    model = compiled(tps.MirroredStrategy())
+    got = model.fit(X, Y, batch_size=batch_size, epochs=3, shuffle=True, verbose=0).history
+    assert_history(got, want)
+
+
+def _weights_in(path):
+    model = compiled()
+    model.load_weights(path)
+    return model.get_weights()
+
+
+def test_model_checkpoint_save_freq_in_steps_equals_one_device(tmp_path):
+    def run(model, folder, x):
+        pattern = str(tmp_path / folder / "ckpt-{epoch}-{batch}.weights.h5")
+        callback = keras.callbacks.ModelCheckpoint(pattern, save_weights_only=True, save_freq=2)
+        model.fit(x, epochs=2, callbacks=[callback], verbose=0) if folder != "one" else \
+            model.fit(X, Y, batch_size=8, epochs=2, shuffle=False, callbacks=[callback], verbose=0)
+        return sorted(p.name for p in (tmp_path / folder).iterdir())
+
+    want = run(compiled(), "one", None)
+    # 6 steps per epoch, a save every 2 steps (Keras's 1-based batch number in the name)
+    assert want == sorted(f"ckpt-{e}-{b}.weights.h5" for e in (1, 2) for b in (2, 4, 6))
+    got = run(compiled(tps.MirroredStrategy()), "strategy", tpsd.Dataset.from_tensor_slices((X, Y)).batch(8))
+    assert got == want
+    for name in want:
+        for g, w in zip(_weights_in(tmp_path / "strategy" / name), _weights_in(tmp_path / "one" / name)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        self.seen = getattr(self, "seen", 0) + 1
+        if self.seen == 9:                      # in the second epoch, after the backup at step 8
+            raise RuntimeError("Interrupting!")
+
+
+@pytest.mark.parametrize("save_freq", ["epoch", 4])
+def test_backup_and_restore_save_freq_resumes_as_one_device(tmp_path, save_freq):
+    def run(strategy, folder, x):
+        backup = keras.callbacks.BackupAndRestore(str(tmp_path / folder), save_freq=save_freq)
+        kwargs = {"x": x, "epochs": 3, "verbose": 0} if strategy else {
+            "x": X, "y": Y, "batch_size": 8, "epochs": 3, "shuffle": False, "verbose": 0}
+        with pytest.raises(RuntimeError, match="Interrupting!"):
+            compiled(strategy).fit(callbacks=[backup, _Interrupt()], **kwargs)
+        model = compiled(strategy)
+        return model.fit(callbacks=[backup], **kwargs).history, model.get_weights()
+
+    want, want_weights = run(None, "one", None)
+    assert len(want["loss"]) == 2                  # resumed at the second epoch (Keras restores the epoch)
+    got, got_weights = run(tps.MirroredStrategy(), "strategy", tpsd.Dataset.from_tensor_slices((X, Y)).batch(8))
+    assert_history(got, want)
+    for g, w in zip(got_weights, want_weights):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -29,6 +29,10 @@ SEAMS = (   # private names read or called (the replaced ones are patches.TABLE,
     ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
 )
 
+# BackupAndRestore's paths, set in its __init__ (instance attributes: checked on an instance).
+BACKUP_PATHS = ("backup_dir", "_weights_path", "_training_metadata_path", "_prev_weights_path",
+                "_prev_training_metadata_path")
+
 
 @functools.cache  # variable reads ask for the stateless scope on every read
 def _module(name: str) -> ModuleType:
@@ -44,6 +48,13 @@ def check_seams() -> None:
             where = f"{module_name}.{cls + '.' if cls else ''}{attr}"
             raise ImportError(
                 f"tpustrategy's Keras support relies on {where}, which this Keras "
+                "does not have.\nFix: install the tested Keras range (pip install 'tpustrategy[keras]')."
+            )
+    probe = _module("callbacks.backup_and_restore").BackupAndRestore(backup_dir="unused")  # writes nothing
+    for attr in BACKUP_PATHS:
+        if not isinstance(getattr(probe, attr, None), str):
+            raise ImportError(
+                f"tpustrategy's Keras support relies on BackupAndRestore's attribute {attr}, which this Keras "
                 "does not have.\nFix: install the tested Keras range (pip install 'tpustrategy[keras]')."
             )
 
@@ -108,3 +119,13 @@ def set_variable_layout(variable: object, layout: object) -> None:
 def set_backend_mesh(device_mesh: object, mesh: object) -> None:
     """Makes a Keras ``DeviceMesh`` use this very JAX mesh (one set of shardings)."""
     device_mesh._backend_mesh = mesh  # type: ignore[attr-defined]
+
+
+def backup_paths(callback: object) -> dict[str, str]:
+    """A ``BackupAndRestore``'s backup directory and file paths (private attributes, no public form)."""
+    return {name: getattr(callback, name) for name in BACKUP_PATHS}
+
+
+def set_backup_paths(callback: object, paths: dict[str, str]) -> None:
+    for name, path in paths.items():
+        setattr(callback, name, path)

@@ -19,7 +19,10 @@ changes behaviour only for objects that belong to a strategy:
   tf.keras's ``apply_gradients`` rule — and an optimizer first built inside a traced step
   builds its state concretely, under the strategy;
 - ``Trainer.compile`` / ``JAXTrainer.fit`` / ``evaluate`` / ``predict``, ``get_data_adapter``,
-  ``JAXEpochIterator._get_iterator`` / ``__next__``: see ``trainer``.
+  ``JAXEpochIterator._get_iterator`` / ``__next__``: see ``trainer``;
+- ``BackupAndRestore._save_model`` / ``on_train_begin`` / ``on_train_end``,
+  ``ModelCheckpoint._save_model``: on several processes only the chief writes the real files
+  (see ``callbacks``).
 """
 
 from __future__ import annotations
@@ -277,6 +280,15 @@ def _trainer_patch(name: str) -> Callable[[Any], Any]:
     return make
 
 
+def _callback_patch(name: str) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        from tpustrategy._src.keras import callbacks
+
+        return getattr(callbacks, f"wrap_{name}")(original)
+
+    return make
+
+
 _FIT_SIGNATURE = ("(self, x=None, y=None, batch_size=None, epochs=1, verbose='auto', callbacks=None, "
                   "validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, "
                   "sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None, "
@@ -306,6 +318,14 @@ _TABLE: tuple[Patch, ...] = (
           "class_weight=None)", _trainer_patch("get_data_adapter")),
     Patch("backend.jax.trainer", "JAXEpochIterator", "_get_iterator", "(self)", _trainer_patch("get_iterator")),
     Patch("backend.jax.trainer", "JAXEpochIterator", "__next__", "(self)", _trainer_patch("next")),
+    Patch("callbacks.backup_and_restore", "BackupAndRestore", "_save_model", "(self)",
+          _callback_patch("backup_save")),
+    Patch("callbacks.backup_and_restore", "BackupAndRestore", "on_train_begin", "(self, logs=None)",
+          _callback_patch("backup_train_begin")),
+    Patch("callbacks.backup_and_restore", "BackupAndRestore", "on_train_end", "(self, logs=None)",
+          _callback_patch("backup_train_end")),
+    Patch("callbacks.model_checkpoint", "ModelCheckpoint", "_save_model", "(self, epoch, batch, logs)",
+          _callback_patch("checkpoint_save")),
 )
 
 
