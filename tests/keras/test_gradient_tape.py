@@ -135,13 +135,40 @@ def test_import_tpustrategy_and_a_plain_run_do_not_import_keras():
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_an_eager_tape_over_a_keras_model_names_where_it_works():
+def _reference_grads(params, x, y):
+    def loss(ps):
+        w1, b1, w2, b2 = ps
+        logits = jnp.tanh(x @ w1 + b1) @ w2 + b2
+        return jnp.mean(-jax.nn.log_softmax(logits)[jnp.arange(len(y)), y])
+
+    return jax.grad(loss)([jnp.asarray(p) for p in params])
+
+
+@pytest.mark.parametrize("where", ["mirrored", "default"])
+def test_an_eager_tape_over_a_keras_model_equals_jax_grad(where):
+    """TensorFlow's eager pattern: loss_fn(model(x)) under the tape, outside tps.function / strategy.run."""
     keras = pytest.importorskip("keras")
-    strategy = tps.MirroredStrategy(devices=jax.devices()[:2])
+    strategy = tps.MirroredStrategy(devices=jax.devices()[:2]) if where == "mirrored" else tps.get_strategy()
     with strategy.scope():
-        layer = keras.layers.Dense(2)
-        layer.build((None, 3))
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh"),
+                                  keras.layers.Dense(2)])
+    x = jnp.asarray(np.arange(12, dtype=np.float32).reshape(4, 3) / 7)
+    y = np.array([0, 1, 1, 0])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     with tps.GradientTape() as tape:
-        y = jnp.sum(layer(jnp.ones((1, 3))))
-    with pytest.raises(RuntimeError, match="run the training step inside tps.function or strategy.run"):
-        tape.gradient(y, layer.trainable_variables)
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    want = _reference_grads([v.numpy() for v in model.trainable_variables], x, y)
+    assert len(grads) == 4
+    for got, expected in zip(grads, want):
+        assert float(jnp.abs(expected).max()) > 1e-4            # every weight has a real gradient
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-6)
+
+    # The step TensorFlow's eager loops take next: the weights move by exactly -lr * grad.
+    before = [np.asarray(v.numpy()) for v in model.trainable_variables]
+    with strategy.scope():
+        optimizer = keras.optimizers.SGD(0.5)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    for v, b, g in zip(model.trainable_variables, before, want):
+        np.testing.assert_allclose(np.asarray(v.numpy()), b - 0.5 * np.asarray(g), rtol=1e-5, atol=1e-6)

@@ -37,7 +37,7 @@ from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import dispatch
 from tpustrategy._src.keras import internals
 from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
-from tpustrategy._src.variables import frames, updates
+from tpustrategy._src.variables import access, frames, updates
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
     VariableSynchronization,
@@ -278,6 +278,11 @@ def _reshard(sharding: Any) -> Any:
     return fn
 
 
+def _seen(state: KerasVariableState, value: Any) -> Any:
+    """An eager read as a recording ``tps.GradientTape`` sees it (its source value), else ``value``."""
+    return access.on_read(state, value) if access.active() else value
+
+
 def _traced_or_replica() -> bool:
     return frames.current() is not None or updates._replica_context() is not None
 
@@ -306,13 +311,13 @@ class _StrategyKerasVariable:
         if state._kind == SYNC_ON_READ:  # the aggregate, replicated like the other variables
             cached = self.__dict__.get("_tps_aggregate")
             if cached is not None and cached[0] is raw and not cached[1].is_deleted():   # Keras donates its state
-                return self._maybe_autocast(cached[1])
+                return self._maybe_autocast(_seen(state, cached[1]))
             total = _program(state, "aggregate")(raw)
             dispatch.track(total)   # a program with a collective: counted against the in-flight bound
             if not isinstance(total, jax.core.Tracer):   # inside another trace (Keras's symbolic build): no cache
                 self.__dict__["_tps_aggregate"] = (raw, total)
-            return self._maybe_autocast(total)
-        return self._maybe_autocast(raw)
+            return self._maybe_autocast(_seen(state, total))
+        return self._maybe_autocast(_seen(state, raw))
 
     def _update(self, method: str, value: Any) -> Any:
         if internals.stateless_scope().in_stateless_scope() or not _traced_or_replica():
