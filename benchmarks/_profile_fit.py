@@ -15,7 +15,10 @@ measurement). Three views, every side interleaved round by round:
    in-flight bound, ``dispatch.wait``), the state sync at the end, and our entry
    wrapper (``model_strategy`` and ``install_functions``); "rest" is the wall time
    not in any phase;
-3. the device programs alone: Keras's ``train_step`` jitted as Keras jits it, for
+3. each per-``fit``-call piece of Keras's loop alone (the state read at the
+   first step, the state sync at the end, the metrics' reset and results), on
+   both sides' models, waited on;
+4. the device programs alone: Keras's ``train_step`` jitted as Keras jits it, for
    each side's model under its own distribution, on one batch already on the
    devices (synchronised and pipelined); equal times mean the difference is on
    the host.
@@ -179,6 +182,55 @@ def bare_programs(keras: Any, strategy: Any, models: dict[str, Any], x: Any, y: 
     return out
 
 
+def fixed_costs(keras: Any, strategy: Any, models: dict[str, Any], rounds: int, reps: int = 10) -> None:
+    """Each per-``fit``-call piece of Keras's loop alone, ours vs DataParallel's model (ms per call, waited on)."""
+    from tpustrategy._src.keras import distribution
+
+    scopes = {"fit": distribution.for_strategy(strategy).scope,
+              "keras_dp": keras.distribution.DataParallel(devices=jax.devices()).scope}
+    everything = {"trainable_variables": True, "non_trainable_variables": True, "optimizer_variables": True,
+                  "metrics_variables": True}
+
+    def pieces(model: Any) -> dict[str, Any]:
+        def get_state() -> Any:
+            return model._get_jax_state(**everything)
+
+        def state_sync() -> Any:
+            values = get_state()   # hand the current values back, as fit's end does with the last step's
+            model._jax_state = dict(zip(everything, values))
+            model._jax_state_synced = False
+            model.jax_state_sync()
+            return [v.value for v in model.trainable_variables]
+
+        def reset() -> Any:
+            model.reset_metrics()
+            return [v.value for v in model.metrics_variables]
+
+        def results() -> Any:
+            return jax.tree.leaves(model._get_metrics_result_or_logs({}))
+
+        return {"_get_jax_state (fit's first step)": get_state,
+                "_get_jax_state + jax_state_sync (fit's end)": state_sync,
+                "reset_metrics (each epoch's start)": reset,
+                "metrics' results (each epoch's end)": results}
+
+    cases = {}
+    for side in ("fit", "keras_dp"):
+        for name, fn in pieces(models[side]).items():
+            def call(fn: Any = fn, scope: Any = scopes[side]) -> float:
+                with scope():
+                    return _common.timed_sync(fn, reps) * 1e3
+            cases[(side, name)] = call
+    for fn in cases.values():
+        fn()
+    res = _common.side_by_side(cases, rounds)
+    print(f"\nper-fit-call pieces alone (ms per call, each waited on; medians of {rounds} interleaved rounds):")
+    print(f"  {'piece':<48} {'fit':>8} {'keras_dp':>9} {'diff':>8}")
+    for name in pieces(models["fit"]):
+        a, b = statistics.median(res[("fit", name)]), statistics.median(res[("keras_dp", name)])
+        print(f"  {name:<48} {a:8.3f} {b:9.3f} {a - b:+8.3f}")
+
+
 def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=7)
@@ -232,6 +284,7 @@ def main() -> None:
         b = statistics.median(phases["keras_dp"].get(n, [0.0])) * 1e3
         print(f"  {n:<66} {a:8.3f} {b:9.3f} {a - b:+8.3f}")
 
+    fixed_costs(keras, strategy, models, args.rounds)
     programs = bare_programs(keras, strategy, models, x, y)
     for fn in programs.values():
         _common.timed_sync(fn, 3)
