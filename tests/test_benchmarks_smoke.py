@@ -145,3 +145,17 @@ def test_the_simulated_pod_counts_two_requests_per_process_per_step_against_p_pl
     row = _common.row("simulated pod", [result["ours_requests"]], [result["legacy_requests"]],
                       "requests/step", interleaved=False)
     run_all.normalise("coordinator_requests.py", row)
+
+
+def test_checkpoint_loop_saves_every_few_steps_and_records_the_time_blocked_in_each_save():
+    import checkpoint_async
+
+    ckpt, step = checkpoint_async.build(32)
+    before = np.asarray(ckpt.w.read_value()).copy()
+    steps = 2 * checkpoint_async.EVERY
+    blocked: list[float] = []
+    assert checkpoint_async.loop(ckpt, step, steps, "sync", blocked) > 0
+    assert checkpoint_async.loop(ckpt, step, steps, "async", blocked) > 0
+    assert checkpoint_async.loop(ckpt, step, steps, "none", blocked) > 0
+    assert len(blocked) == 2 and all(ms > 0 for ms in blocked)  # one median per loop that saved
+    assert not np.allclose(np.asarray(ckpt.w.read_value()), before)  # the steps trained
