@@ -180,7 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=float, default=50.0, help="total TFRecord MB to read")
     parser.add_argument("--quick", action="store_true", help="a ~20 MB run, 3 rounds")
-    parser.add_argument("--reps", type=int, default=5, help="rounds of each comparison")
+    parser.add_argument("--reps", type=int, default=7, help="rounds of each comparison")
     parser.add_argument("--json", help="write the result rows to this file")
     parser.add_argument("--tf-python", default=os.environ.get("TPS_BENCH_TF_PYTHON"),
                         help="a Python with TensorFlow, for the tf.data rows")

@@ -319,7 +319,7 @@ def main() -> None:
     keras, missing = _common.optional_module("keras")
     if missing:
         _common.skip_all(list(ROWS), missing, args.json)
-    rounds = 3 if args.quick else 11  # ~3 min on 2 loaded cores; the paired ratios carry the noise
+    rounds = 3 if args.quick else 21
     strategy = tps.MirroredStrategy()
     keras.utils.set_random_seed(0)
     weights = create_model(keras).get_weights()

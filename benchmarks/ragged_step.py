@@ -151,7 +151,7 @@ def main() -> None:
     if args.first_call:
         first_call(args.first_call)
         return
-    rounds_first, iters, rounds = (2, 5, 3) if args.quick else (3, 5, 9)  # a fresh process per first call
+    rounds_first, iters, rounds = (2, 5, 3) if args.quick else (4, 5, 11)
     first = _common.side_by_side({kind: (lambda k=kind: first_calls(k)) for kind in SIZES}, rounds_first)
 
     strategy = tps.MirroredStrategy()

@@ -166,7 +166,7 @@ def main() -> None:
     args = _common.parser(__doc__.splitlines()[0]).parse_args()
     strategy = tps.MirroredStrategy()
     steps, check = tiny_cases(strategy)
-    iters, rounds = (20, 3) if args.quick else (100, 15)
+    iters, rounds = (20, 3) if args.quick else (200, 21)
     for step in steps.values():  # compile and warm up
         _common.timed_sync(step, 5)
     rows = []

@@ -260,8 +260,8 @@ def main() -> None:
         # (iterations per round, rounds): synchronised rounds are short (finer pairing under
         # the machine's load bursts); pipelined rounds run several times the pipeline depth
         # so that most calls are timed in the steady state, not filling or draining it.
-        plan = {"synchronised": (5, 3) if args.quick else (4, 21),
-                "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 9)}
+        plan = {"synchronised": (5, 3) if args.quick else (4, 31),
+                "pipelined": (8, 3) if args.quick else (4 * _common.PIPELINE_DEPTH, 13)}
         for step in steps.values():  # compile and warm up
             _common.timed_sync(step, 3)
         for mode, timed in (("synchronised", _common.timed_sync), ("pipelined", _common.timed_pipelined)):
