@@ -28,7 +28,14 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-import tpustrategy as tps
+from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.strategy.context import (
+    get_replica_context,
+    has_strategy,
+    in_cross_replica_context,
+)
+from tpustrategy._src.variables.enums import VariableAggregation, VariableSynchronization
+from tpustrategy._src.variables.variable import Variable
 
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -51,11 +58,11 @@ def _canonical_dtype(dtype: Any, api: str) -> Any:
 
 def in_replica_context() -> bool:
     """True inside a replica function of a real (non-default) strategy."""
-    return tps.has_strategy() and not tps.in_cross_replica_context()
+    return has_strategy() and not in_cross_replica_context()
 
 
 def _is_distributed_on_read(var: Any) -> bool:
-    return var.strategy is not None and var.synchronization is tps.VariableSynchronization.ON_READ
+    return var.strategy is not None and var.synchronization is VariableSynchronization.ON_READ
 
 
 def read(*variables: Any) -> Any:
@@ -68,7 +75,7 @@ def read(*variables: Any) -> Any:
     if in_replica_context():
         summed = [i for i, v in enumerate(variables) if _is_distributed_on_read(v)]
         if summed:
-            reduced = tps.get_replica_context().all_reduce(tps.ReduceOp.SUM, [values[i] for i in summed])
+            reduced = get_replica_context().all_reduce(ReduceOp.SUM, [values[i] for i in summed])
             for i, r in zip(summed, reduced):
                 values[i] = r
     return values[0] if len(values) == 1 else values
@@ -157,13 +164,13 @@ class Metric(abc.ABC):
             value = initializer(shape, dtype)
         else:
             value = np.broadcast_to(np.asarray(initializer, dtype), shape)
-        var = tps.Variable(
+        var = Variable(
             value,
             name=name,
             dtype=dtype,
             trainable=False,
-            synchronization=tps.VariableSynchronization.ON_READ,
-            aggregation=tps.VariableAggregation.SUM,
+            synchronization=VariableSynchronization.ON_READ,
+            aggregation=VariableAggregation.SUM,
         )
         self._variables.append(var)
         return var

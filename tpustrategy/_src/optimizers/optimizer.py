@@ -31,17 +31,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import tpustrategy as tps
 from tpustrategy._src.optimizers import state as state_lib
+from tpustrategy._src.reduce_op import ReduceOp
+from tpustrategy._src.strategy.context import (
+    get_replica_context,
+    get_strategy,
+    has_strategy,
+    in_cross_replica_context,
+)
+from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+from tpustrategy._src.variables.enums import VariableAggregation, VariableSynchronization
+from tpustrategy._src.variables.variable import Variable
 
 
 def in_replica_context() -> bool:
     """True inside a replica function of a real (non-default) strategy."""
-    return tps.has_strategy() and not tps.in_cross_replica_context()
+    return has_strategy() and not in_cross_replica_context()
 
 
 def _describe(x: Any) -> str:
-    if isinstance(x, tps.Variable):
+    if isinstance(x, Variable):
         return f"tps.Variable {x.name!r}"
     return f"{type(x).__name__}"
 
@@ -78,10 +87,10 @@ class Optimizer:
             raise TypeError(f"tps.optimizers.Optimizer: `name` must be a non-empty str. Received: {name!r}.")
         self._transformation = transformation
         self._name = name
-        self._strategy = tps.get_strategy() if tps.has_strategy() else None
-        self._iterations = tps.Variable(
+        self._strategy = get_strategy() if has_strategy() else None
+        self._iterations = Variable(
             0, name=f"{name}/iteration", trainable=False,
-            aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA,
+            aggregation=VariableAggregation.ONLY_FIRST_REPLICA,
         )
         self._var_list: list[Any] | None = None
         self._slots: list[Any] = []
@@ -148,7 +157,7 @@ class Optimizer:
         if self._var_list is None:
             if replica:
                 # Once for all replicas, in cross-replica context (TF creates slots the same way).
-                tps.get_replica_context().merge_call(lambda _strategy: self._build(variables, api))
+                get_replica_context().merge_call(lambda _strategy: self._build(variables, api))
             else:
                 self._build(variables, api)
         self._check_same_variables(variables, api)
@@ -158,7 +167,7 @@ class Optimizer:
         if not variables:
             raise ValueError(f"{api}: no variables given.\nFix: pass the model's trainable variables.")
         for i, v in enumerate(variables):
-            if not isinstance(v, tps.Variable):
+            if not isinstance(v, Variable):
                 raise TypeError(
                     f"{api}: variable {i} is a {type(v).__name__}, not a tps.Variable; optimizers "
                     "update variables in place.\nFix: create the parameters as tps.Variable(...) "
@@ -170,7 +179,7 @@ class Optimizer:
                     "variables (an integer variable would truncate every update).\nFix: create it "
                     "with a float dtype, or leave it out of the variables to update."
                 )
-            if v.synchronization is tps.VariableSynchronization.ON_READ and v.strategy is not None:
+            if v.synchronization is VariableSynchronization.ON_READ and v.strategy is not None:
                 raise ValueError(
                     f"{api}: {v.name!r} is a sync-on-read variable (synchronization=ON_READ), which "
                     "holds a different value on each replica; optimizers update mirrored "
@@ -236,7 +245,7 @@ class Optimizer:
                     "(gradient, variable) pair.\nFix: pass zip(grads, variables)."
                 )
             g, v = pair
-            if isinstance(g, tps.Variable) and not isinstance(v, tps.Variable):
+            if isinstance(g, Variable) and not isinstance(v, Variable):
                 raise TypeError(
                     f"{api}: element {i} of `grads_and_vars` is (variable, gradient); the pairs "
                     "are reversed.\nFix: pass zip(grads, variables), gradient first."
@@ -245,11 +254,11 @@ class Optimizer:
         return out
 
     def _gradient(self, g: Any, v: Any, replica: bool, api: str) -> Any:
-        if isinstance(g, tps.Mirrored):
+        if isinstance(g, Mirrored):
             g = g.values[0]
             if isinstance(g, jax.Array) and not isinstance(g, jax.core.Tracer):
                 g = np.asarray(g)  # one replica's copy is committed to that replica's device
-        elif isinstance(g, tps.DistributedValues):
+        elif isinstance(g, DistributedValues):
             where = ("inside a replica function pass this replica's own gradient" if replica else
                      "call apply_gradients inside strategy.run, or reduce the gradients first "
                      "with strategy.reduce('SUM', grads, axis=None)")
@@ -318,7 +327,7 @@ class Optimizer:
         replica = in_replica_context()
         grads = [self._gradient(g, v, replica, api) for g, v in pairs]
         if replica and aggregate and not skip_gradients_aggregation:
-            grads = tps.get_replica_context().all_reduce(tps.ReduceOp.SUM, grads)
+            grads = get_replica_context().all_reduce(ReduceOp.SUM, grads)
         self._ensure_built(variables, replica, api)
         assert self._var_list is not None
         ordered: list[Any] = [None] * len(grads)
@@ -366,7 +375,7 @@ class Optimizer:
                 f"{api}: `tape` is TensorFlow's GradientTape; JAX differentiates functions.\nFix: "
                 "drop tape= and pass `loss` as a function of the variables' values."
             )
-        if callable(var_list) and not isinstance(var_list, tps.Variable):
+        if callable(var_list) and not isinstance(var_list, Variable):
             var_list = var_list()
         variables = list(var_list)
         self._check_variables(variables, api)
@@ -406,8 +415,8 @@ def _write(var: Any, new: Any, replica: bool) -> None:
     constraint = getattr(var, "constraint", None)
     if constraint is not None:
         new = jnp.asarray(constraint(new)).astype(var.dtype)
-    if replica and var.strategy is not None and var.aggregation is tps.VariableAggregation.SUM:
+    if replica and var.strategy is not None and var.aggregation is VariableAggregation.SUM:
         # SUM would add the R equal copies of `new`: only replica 0 contributes it.
-        rid = tps.get_replica_context().replica_id_in_sync_group
+        rid = get_replica_context().replica_id_in_sync_group
         new = jnp.where(rid == 0, new, jnp.zeros_like(new))
     var.assign(new)

@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import tpustrategy as tps
+from tpustrategy._src.strategy.context import get_strategy, has_strategy
+from tpustrategy._src.variables.variable import Variable
 
 
 def _concrete(tree: Any) -> list[np.ndarray] | None:
@@ -76,7 +77,7 @@ def initial_state(transformation: Any, variables: Sequence[Any], api: str) -> An
 
 def creation_scope(strategy: Any) -> contextlib.AbstractContextManager[Any]:
     """Enters ``strategy``'s scope unless it is already current (e.g. inside ``merge_call``)."""
-    if strategy is None or (tps.has_strategy() and tps.get_strategy() is strategy):
+    if strategy is None or (has_strategy() and get_strategy() is strategy):
         return contextlib.nullcontext()
     return strategy.scope()
 
@@ -104,5 +105,5 @@ def create_slots(state: Any, variables: Sequence[Any], strategy: Any, prefix: st
     with creation_scope(strategy):
         for path, leaf in paths_and_leaves:
             name = f"{prefix}/{_label(path, leaf, variables)}"
-            slots.append(tps.Variable(np.asarray(leaf), name=name, trainable=False))
+            slots.append(Variable(np.asarray(leaf), name=name, trainable=False))
     return slots, treedef
