@@ -225,3 +225,14 @@ def test_variables_support_arithmetic_and_numpy():
     np.testing.assert_allclose(jnp.sum(jnp.asarray(v)), 3.0)
     assert v.numpy().tolist() == [1.0, 2.0]
     assert json.dumps(v.numpy().tolist())
+
+
+def test_unique_id_names_one_variable_and_a_deepcopy_gets_its_own():
+    import copy
+
+    a, b = tps.Variable(1.0), tps.Variable(2.0)
+    assert a.unique_id != b.unique_id
+    c = copy.deepcopy(a)
+    assert c.unique_id not in (a.unique_id, b.unique_id)
+    assert a.ref() == a.ref() and hash(a.ref()) == hash(a.ref())
+    assert a.ref() != c.ref()
