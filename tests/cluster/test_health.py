@@ -100,7 +100,7 @@ def test_a_silent_peer_is_stuck_after_the_heartbeat_timeout(pair):
     start = time.monotonic()
     found = wait_for_fault(m0, 6)
     assert found is not None and found.kind == "stuck" and found.culprits == (1,)
-    assert 0.9 < time.monotonic() - start < 4
+    assert 0.9 < time.monotonic() - start < 6  # the thread may pause on a loaded machine
     error = found.exception()
     assert isinstance(error, tps.errors.DeadlineExceededError) and error.missing == (1,)
     assert "has not answered for 1 s (heartbeat_timeout=1 s)" in str(error)

@@ -31,7 +31,11 @@ from tpustrategy._src.cluster.launch import free_port
 pytestmark = pytest.mark.timeout(150)
 WORKER = str(HERE / "worker_fault_matrix.py")
 TUNED = "3"
-BOUND_S = 15.0
+# Upper bounds on how long after a fault a survivor ends. They catch a hang (a survivor left
+# waiting for ever, or until JAX's own heartbeat aborts it), not slowness: CI machines run other
+# work, and a loaded machine has taken 21-30 s where an idle one takes 15-19 s for "never".
+BOUND_S = 30.0
+NEVER_EXTRA_S = 25.0  # a never-joining peer is named at the initialization timeout (14 s)
 _FATAL = re.compile(r"(^|\] )F\d{4} |Check failure|was killed by SIGABRT")
 
 
@@ -170,7 +174,7 @@ def check_launcher_outcome(returncode: int, err: str, seconds: float, fault: str
         assert f"(ValueError: boom in process {victim})" in report[0]
         assert f"its own code raised ValueError: boom in process {victim}" in err
     _assert_clean(err)
-    assert seconds < BOUND_S + (10 if fault == "never" else 0), report
+    assert seconds < BOUND_S + (NEVER_EXTRA_S if fault == "never" else 0), report
 
 
 @pytest.mark.parametrize("fault,victim,code,first,survivor_code", LAUNCHER_CASES,
@@ -227,7 +231,7 @@ def test_with_tf_config_the_survivor_ends_with_a_named_error_and_its_code(
     assert marker is not None and marker["culprits"] == [victim], text[-3000:]
     assert f"process {victim} of 2 (worker:{victim}, 127.0.0.1:" in text
     _assert_clean(text)
-    limit = BOUND_S + (10 if fault == "never" else 0)
+    limit = BOUND_S + (NEVER_EXTRA_S if fault == "never" else 0)
     assert outcome.ended_after[survivor] < limit, outcome.ended_after
     if fault == "raise":
         assert outcome.codes[victim] == 1
@@ -242,7 +246,7 @@ def test_a_never_joining_peer_ends_initialize_within_the_initialization_timeout(
     text = outcome.stderr[0]
     assert "tps.initialize()" in text or "tps.initialize(**settings)" in text
     assert "did not join the job within initialization_timeout=14 s" in text
-    assert 13 < outcome.ended_after[0] < 14 + 5, outcome.ended_after
+    assert 13 < outcome.ended_after[0] < 14 + NEVER_EXTRA_S, outcome.ended_after
 
 
 def test_with_default_settings_a_killed_peer_is_named_at_once(tmp_path):
@@ -271,7 +275,7 @@ def check_tf_config_outcome(outcome: Outcome, fault: str, victim: int, n: int) -
         assert marker is not None and marker["culprits"] == [victim], text[-3000:]
         assert f"process {victim} of {n} (worker:{victim}, 127.0.0.1:" in text, text[-3000:]
         _assert_clean(text)
-        limit = BOUND_S + (10 if fault == "never" else 0)
+        limit = BOUND_S + (NEVER_EXTRA_S if fault == "never" else 0)
         assert outcome.ended_after[survivor] < limit, outcome.ended_after
 
 
