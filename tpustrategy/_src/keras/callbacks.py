@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from tpustrategy._src.keras import internals
+import tpustrategy._src.keras.internals as internals
 
 
 def _processes() -> tuple[int, int]:

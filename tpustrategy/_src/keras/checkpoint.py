@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpustrategy._src.keras import keras_backend
-from tpustrategy._src.keras import variables as variables_lib
+import tpustrategy._src.keras.variables as variables_lib
+from tpustrategy._src.keras.hook import keras_backend
 
 
 def _keras_types() -> tuple[type, ...]:
     import keras
 
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     return keras.layers.Layer, internals.base_optimizer(), keras.metrics.Metric
 

@@ -143,7 +143,7 @@ def to_keras_batch(element: Any, strategy: Any) -> Any:
 
 
 def _adapter_base() -> type:
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     return internals.data_adapter()
 

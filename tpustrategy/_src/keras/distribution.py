@@ -16,23 +16,22 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import numpy as np
-
-from tpustrategy._src.keras import variables as variables_lib
+import tpustrategy._src.keras.device_mesh as device_mesh
+import tpustrategy._src.keras.variables as variables_lib
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 _BY_STRATEGY: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def _current_caller() -> Any:
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     stack = internals.global_attribute("name_scope_stack") or []
     return stack[-1].caller if stack else None
 
 
 def _base() -> type:
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     return internals.distribution_base()
 
@@ -52,19 +51,16 @@ _CLASS: list[type] = []
 def _make_class() -> type:
     if _CLASS:
         return _CLASS[0]
-    from keras.distribution import DeviceMesh, TensorLayout
+    from keras.distribution import TensorLayout
 
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     class StrategyDistribution(_base()):
         """Keras's view of a tps strategy: data split over ``"replica"``, variables adopted."""
 
         def __init__(self, strategy: Any, layout_map: Any = None):
-            mesh = strategy.mesh
-            device_mesh = DeviceMesh(tuple(mesh.devices.shape), list(mesh.axis_names),
-                                     np.asarray(mesh.devices))
-            internals.set_backend_mesh(device_mesh, mesh)  # the same jax Mesh: one set of shardings
-            super().__init__(device_mesh, REPLICA_AXIS, auto_shard_dataset=False)
+            # the strategy's own jax Mesh: one set of shardings
+            super().__init__(device_mesh.of(strategy), REPLICA_AXIS, auto_shard_dataset=False)
             self.strategy = strategy
             self.layout_map = layout_map
 

@@ -35,8 +35,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from tpustrategy._src.context import contracts
-from tpustrategy._src.keras import variables as variables_lib
+import tpustrategy._src.keras.variables as variables_lib
+from tpustrategy._src.keras.ownership import layer_strategy, strategy_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +64,7 @@ _ORIGINALS: dict[Patch, Any] = {}
 
 def check_seams() -> None:
     """Raises ImportError naming the first private Keras name that moved (``internals.check_seams``)."""
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     internals.check_seams()
 
@@ -118,22 +118,6 @@ def original(owner: str | None, name: str) -> Any:
     raise KeyError(f"{owner}.{name} is not patched")
 
 
-def strategy_of(variables: Any, include_default: bool = False) -> Any:
-    """The strategy of the first adopted Keras variable in ``variables`` (None if none).
-
-    Variables made outside any scope belong to the default strategy; they count only with
-    ``include_default`` (Keras's own ``fit`` keeps running such a model as plain Keras).
-    """
-    found_default = None
-    for v in variables or ():
-        state = variables_lib.state_of(v) if v is not None else None
-        if state is not None and state._strategy is not None:
-            if not contracts.is_default(state.strategy):
-                return state._strategy
-            found_default = state._strategy
-    return found_default if include_default else None
-
-
 def _replica_context() -> Any:
     from tpustrategy._src.variables import updates
 
@@ -148,8 +132,8 @@ def _in_trace() -> bool:
 
 def _scope_strategy() -> Any:
     """The strategy whose scope or replica function is current (None outside all and for the default)."""
+    import tpustrategy._src.keras.distribution as distribution
     from tpustrategy._src.context import stack as context
-    from tpustrategy._src.keras import distribution
 
     found = distribution.strategy_of_distribution(distribution.current())
     if found is None and context.has_strategy():
@@ -183,7 +167,8 @@ def _wrap_apply(original: Any) -> Any:
 
 def _wrap_initialize_layout(original: Any) -> Any:
     """A variable created with a layout of its own (an optimizer slot copies its weight's) is adopted too."""
-    from tpustrategy._src.keras import distribution, internals
+    import tpustrategy._src.keras.distribution as distribution
+    import tpustrategy._src.keras.internals as internals
 
     @functools.wraps(original)
     def _initialize_layout(self: Any) -> None:
@@ -238,7 +223,7 @@ def _wrap_layer_new(original: Any) -> Any:
 
 
 def _wrap_maybe_build(original: Any) -> Any:
-    from tpustrategy._src.keras import distribution
+    import tpustrategy._src.keras.distribution as distribution
 
     @functools.wraps(original)
     def _maybe_build(self: Any, call_spec: Any) -> Any:
@@ -251,18 +236,12 @@ def _wrap_maybe_build(original: Any) -> Any:
     return _maybe_build
 
 
-def layer_strategy(layer: Any) -> Any:
-    """The non-default strategy a Keras layer or model was created under (None when none)."""
-    found = getattr(layer, "__dict__", {}).get("_tps_strategy")
-    return None if found is None or contracts.is_default(found) else found
-
-
 def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
     """Builds a Keras optimizer's state under ``strategy`` with concrete values (also mid-trace)."""
     import jax
     import keras
 
-    from tpustrategy._src.keras import distribution
+    import tpustrategy._src.keras.distribution as distribution
 
     dist = distribution.for_strategy(strategy)
     scope = dist.scope() if distribution.current() is not dist else contextlib.nullcontext()
@@ -273,7 +252,7 @@ def build_for(optimizer: Any, variables: list[Any], strategy: Any) -> None:
 
 def _trainer_patch(name: str) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
-        from tpustrategy._src.keras import trainer
+        import tpustrategy._src.keras.trainer as trainer
 
         return getattr(trainer, f"wrap_{name}")(original)
 
@@ -282,7 +261,7 @@ def _trainer_patch(name: str) -> Callable[[Any], Any]:
 
 def _callback_patch(name: str) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
-        from tpustrategy._src.keras import callbacks
+        import tpustrategy._src.keras.callbacks as callbacks
 
         return getattr(callbacks, f"wrap_{name}")(original)
 

@@ -18,13 +18,13 @@ import contextlib
 import functools
 from typing import Any
 
-from tpustrategy._src.keras import data as data_lib
-from tpustrategy._src.keras import distribution
+import tpustrategy._src.keras.data as data_lib
+import tpustrategy._src.keras.distribution as distribution
 
 
 def model_strategy(model: Any) -> Any:
     """The strategy a model's variables belong to (or the current scope's), else None."""
-    from tpustrategy._src.keras.patches import layer_strategy, strategy_of
+    from tpustrategy._src.keras.ownership import layer_strategy, strategy_of
 
     found = strategy_of(list(getattr(model, "variables", []) or []))
     if found is None:
@@ -86,7 +86,7 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
     import keras
     import numpy as np
 
-    from tpustrategy._src.keras import internals
+    import tpustrategy._src.keras.internals as internals
 
     layouts: dict[tuple[Any, ...], Any] = {}
     several = jax.process_count() > 1
@@ -131,7 +131,7 @@ def _wrap_entry(original: Any, name: str) -> Any:
                 data_lib.refuse_class_weight(kwargs["class_weight"])
         with _under(self) as strategy:
             if strategy is not None:
-                from tpustrategy._src.keras import steps
+                import tpustrategy._src.keras.steps as steps
 
                 steps.install_functions(self, strategy)
             return original(self, *args, **kwargs)
@@ -180,7 +180,7 @@ def wrap_get_iterator(original: Any) -> Any:
 
 
 def wrap_next(original: Any) -> Any:
-    from tpustrategy._src.keras import steps
+    import tpustrategy._src.keras.steps as steps
 
     @functools.wraps(original)
     def __next__(self: Any) -> Any:

@@ -33,9 +33,10 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import tpustrategy._src.keras.device_mesh as device_mesh
+import tpustrategy._src.keras.internals as internals
 from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import dispatch
-from tpustrategy._src.keras import internals
 from tpustrategy._src.values.mesh_axis import CORE_AXIS, REPLICA_AXIS
 from tpustrategy._src.variables import access, frames, updates
 from tpustrategy._src.variables.enums import (
@@ -100,11 +101,8 @@ class KerasVariableState(Variable):
         if self._strategy is not None and spec is not None:
             from keras.distribution import TensorLayout
 
-            from tpustrategy._src.keras import distribution
-
             axes = [*spec, *([None] * (len(self._shape) - len(spec)))]
-            internals.set_variable_layout(
-                self._keras, TensorLayout(axes, distribution.for_strategy(self._strategy).device_mesh))
+            internals.set_variable_layout(self._keras, TensorLayout(axes, device_mesh.of(self._strategy)))
 
     @property
     def keras_variable(self) -> Any:
