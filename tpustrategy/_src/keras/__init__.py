@@ -9,5 +9,6 @@ strategy's rules (``patches``, ``trainer``, ``data``, ``steps``, ``callbacks``, 
 The modules import each other, never this package (no circle through it).
 """
 
+from tpustrategy._src.keras.hook import dataset_hook as dataset_hook
 from tpustrategy._src.keras.hook import keras_backend as keras_backend
 from tpustrategy._src.keras.hook import scope_hook as scope_hook

@@ -32,3 +32,17 @@ def scope_hook(strategy: Any) -> contextlib.AbstractContextManager[Any]:
 
     install()
     return for_strategy(strategy).scope()
+
+
+def dataset_hook() -> None:
+    """Lets Keras take tpustrategy datasets before any ``strategy.scope()`` (the default strategy's ``fit``).
+
+    Meant to run when one of our datasets is created while Keras is imported (the JAX backend):
+    installs the patch table, which teaches Keras's ``get_data_adapter`` the ``tpsd`` datasets.
+    Installing is idempotent; a Keras with another backend is left alone.
+    """
+    if keras_backend() != "jax":
+        return
+    from tpustrategy._src.keras.patches import install
+
+    install()
