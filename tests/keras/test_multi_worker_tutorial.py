@@ -10,10 +10,12 @@ device in this process (Keras without a strategy):
 
 - ``fit`` over the shuffled, repeated global batches with ``steps_per_epoch``;
 - the chief / non-chief ``model.save`` pattern: the chief's file is the model, the non-chief's
-  temporary directory is gone;
+  temporary directory is gone; the same pattern with ``tps.train.Checkpoint`` /
+  ``CheckpointManager``, restored from ``latest_checkpoint`` of the chief's directory, then trained on;
 - ``BackupAndRestore`` with ONE backup directory shared by both workers: an interrupted job
   restarted (a new launch, as the tutorial describes) resumes exactly as one device does, and
-  with ``save_freq="epoch"`` equals an uninterrupted run.
+  with ``save_freq="epoch"`` equals an uninterrupted run; a ``ModelCheckpoint`` with one shared
+  path writes the chief's files only.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def job(how: str, *args: str) -> dict[int, dict]:
 
 
 def _assert_weights(got, model):
-    want = model.get_weights()
+    want = model if isinstance(model, list) else model.get_weights()
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
@@ -120,13 +122,19 @@ def test_tutorial_fit_and_chief_save_equal_one_device(tmp_path, how):
     # default strategy's scope installs the Keras support, so Keras takes a tpsd dataset in any order.
     with tps.get_strategy().scope():
         pass
-    want = reference.fit(mnist_dataset(global_batch), epochs=3, steps_per_epoch=STEPS, verbose=0).history
+    dataset = mnist_dataset(global_batch)
+    want = reference.fit(dataset, epochs=3, steps_per_epoch=STEPS, verbose=0).history
     assert want["loss"][-1] < want["loss"][0]                 # it learns: the comparison means something
+    trained = reference.get_weights()
+    # After the checkpoint cells: 2 more epochs over the same pipeline (a new iterator of it).
+    want_after = reference.fit(dataset, epochs=2, steps_per_epoch=STEPS, verbose=0).history
     for p, result in results.items():
         assert result["process_count"] == 2 and result["replicas"] == 8
         assert result["task"] == ["worker", p]
         _assert_history(result["history"], want)
-        _assert_weights(result["weights"], reference)
+        _assert_weights(result["weights"], trained)
+        assert result["latest_checkpoint"] == str(tmp_path / "ckpt" / "ckpt-1")   # the chief's, for every worker
+        _assert_history(result["history_after_restore"], want_after)
 
     # The chief saved the model where asked; the non-chief's temporary directory is gone.
     model_dir = tmp_path / "keras-model"
@@ -134,10 +142,13 @@ def test_tutorial_fit_and_chief_save_equal_one_device(tmp_path, how):
     assert results[1]["saved_to"] == str(model_dir / "workertemp_1" / "model.keras")
     assert sorted(os.listdir(model_dir)) == ["model.keras"]
     loaded = keras.models.load_model(model_dir / "model.keras")
-    _assert_weights([w.tolist() for w in loaded.get_weights()], reference)
+    _assert_weights([w.tolist() for w in loaded.get_weights()], trained)
     x, _ = data()
-    np.testing.assert_allclose(loaded.predict(x[:8], verbose=0), reference.predict(x[:8], verbose=0),
+    with_trained = build_and_compile_cnn_model()
+    with_trained.set_weights(trained)
+    np.testing.assert_allclose(loaded.predict(x[:8], verbose=0), with_trained.predict(x[:8], verbose=0),
                                rtol=1e-5, atol=1e-5)
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["checkpoint", "ckpt-1"]   # no workertemp_1 left
 
 
 class _Interrupt(keras.callbacks.Callback):
@@ -175,6 +186,12 @@ def test_backup_and_restore_with_one_shared_dir_resumes_as_one_device(tmp_path, 
     for result in resumed.values():
         _assert_history(result["history"], want_history)
         _assert_weights(result["weights"], want_model)
+    # ModelCheckpoint with one shared path in the resumed run: the chief's files only, the final one the model.
+    saved = sorted(os.listdir(tmp_path / "ckpt"))
+    assert saved == [f"weights-{e}.weights.h5" for e in range(metadata["epoch"] + 1, EPOCHS + 1)]
+    final = build_and_compile_cnn_model()
+    final.load_weights(tmp_path / "ckpt" / saved[-1])
+    _assert_weights(resumed[0]["weights"], final)
 
     assert not resumed[0]["backup_dir_left"]                # the chief deleted it at the end of the resumed fit
     assert not (tmp_path / "backup").exists()

@@ -90,6 +90,21 @@ if mode == "tutorial":
     if not _is_chief(task_type, task_id):
         shutil.rmtree(os.path.dirname(write_model_path))
 
+    # Checkpoint saving and restoring: tps.train.Checkpoint / CheckpointManager, the same pattern.
+    checkpoint_dir = os.path.join(out, "ckpt")
+    checkpoint = tps.train.Checkpoint(model=multi_worker_model)
+    write_checkpoint_dir = write_filepath(checkpoint_dir, task_type, task_id)
+    checkpoint_manager = tps.train.CheckpointManager(checkpoint, directory=write_checkpoint_dir, max_to_keep=1)
+    checkpoint_manager.save()
+    if not _is_chief(task_type, task_id):
+        shutil.rmtree(write_checkpoint_dir)
+    latest_checkpoint = tps.train.latest_checkpoint(checkpoint_dir)
+    result["latest_checkpoint"] = latest_checkpoint
+    checkpoint.restore(latest_checkpoint)
+    history = multi_worker_model.fit(multi_worker_dataset, epochs=2, steps_per_epoch=mnist_setup.STEPS,
+                                     verbose=0).history
+    result["history_after_restore"] = {k: [float(v) for v in vs] for k, vs in history.items()}
+
 elif mode == "backup":
     phase, out, save_freq = args[0], args[1], args[2]
     save_freq = save_freq if save_freq == "epoch" else int(save_freq)
@@ -104,6 +119,9 @@ elif mode == "backup":
 
     callbacks = [keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=save_freq),
                  InterruptingCallback()]
+    if phase == "resume":   # one ModelCheckpoint path shared by both workers too
+        callbacks.append(keras.callbacks.ModelCheckpoint(os.path.join(out, "ckpt", "weights-{epoch}.weights.h5"),
+                                                         save_weights_only=True))
     with strategy.scope():
         multi_worker_model = mnist_setup.build_and_compile_cnn_model()
     dataset = tpsd.Dataset.from_tensor_slices(mnist_setup.data()).batch(mnist_setup.GLOBAL_BATCH)
