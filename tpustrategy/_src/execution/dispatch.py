@@ -1,11 +1,22 @@
 """Bounds the number of compiled programs in flight.
 
-On fake CPU devices, XLA's CPU collectives deadlock when dozens of programs
-with collectives are queued without waiting (measured: > ~32 in flight locks
-up the runtime). After each dispatch we keep one output of the program; when
-more than ``TPS_MAX_IN_FLIGHT`` are outstanding we wait on the oldest. Waiting
-on an old program costs nothing when it already finished, so on fast devices
-the bound is free.
+Why (XLA's CPU client, jaxlib 0.10): a program over several devices is launched by one task
+per device on the client's thread pool, which has exactly as many threads as devices ("enough
+threads for one collective"); each device admits at most 32 computations in flight, and a
+launch beyond that blocks *its pool thread* until one finishes. With more than ~32 programs
+queued behind a running one, up to 8 pool threads sit blocked in launches while the program
+they wait for needs those threads for its own per-device parts: its all-reduce never gathers
+every device, and after 40 s XLA aborts the process (SIGABRT, exit 134: "Expected 8 threads to
+join the rendezvous, but only 5 of them arrived on time"). Measured on 8 CPU devices: 28
+programs queued behind an 8 s program finish, 40 abort.
+
+After each dispatch we keep one output of the program; when more than ``TPS_MAX_IN_FLIGHT``
+are outstanding we wait on the oldest. Waiting on an old program costs nothing when it
+already finished, so on fast devices the bound is free. A kept output may since have been
+donated to a later program (Keras donates its state every step): a deleted array cannot be
+waited on, so the wait goes to the oldest output still alive — a later program, whose end
+implies the donated one's. (Skipping deleted outputs instead let a chain of donating programs
+— each program's kept output donated to the next — pile up without bound and abort.)
 """
 
 from __future__ import annotations
@@ -33,9 +44,13 @@ def _max_in_flight() -> int:
 
 
 def wait(arr: Any) -> None:
-    """Blocks on one program's result; a lost or stuck peer surfaces as the named tps error."""
+    """Blocks on one program's result; a lost or stuck peer surfaces as the named tps error.
+
+    An array donated to a later program (deleted) is not waited on here: ``track_array``
+    waits on a later program's output instead.
+    """
     if arr.is_deleted():
-        return   # donated to a later program (Keras donates its state): that program waits on this one
+        return
     try:
         arr.block_until_ready()
     except jax.errors.JaxRuntimeError as e:
@@ -55,6 +70,14 @@ def track(outputs: Any) -> None:
             return
 
 
+def _oldest_alive() -> Any:
+    """The oldest recorded output not yet donated, or None."""
+    for token in list(_pending):   # a snapshot: other threads may record or take tokens meanwhile
+        if not token.is_deleted():
+            return token
+    return None
+
+
 def track_array(token: Any) -> None:
     """Records one dispatched program by one of its output arrays (tracers are ignored)."""
     if type(token) is not _ArrayImpl and (not isinstance(token, jax.Array) or isinstance(token, jax.core.Tracer)):
@@ -67,4 +90,10 @@ def track_array(token: Any) -> None:
             oldest = _pending.popleft()
         except IndexError:  # another thread took it
             return
+        if oldest.is_deleted():
+            # Donated to a later program: that program ends after this one did. Wait on the
+            # oldest output still alive (kept in the queue: it still counts as in flight).
+            oldest = _oldest_alive()
+            if oldest is None:
+                continue
         wait(oldest)
