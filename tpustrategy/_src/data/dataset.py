@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from tpustrategy._src.context import extensions
 from tpustrategy._src.data.dataset_more import MoreTransformations, renamed_arg
 from tpustrategy._src.data.dataset_sources import _SourceMethods
 from tpustrategy._src.data.iterator import DatasetIterator, IterContext, NodeIterator
@@ -51,6 +52,7 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         self._inputs = tuple(inputs)
         self._spec_cache: list[Any] = []
         self._iterations = itertools.count()
+        extensions.dataset_extensions()  # Keras, when imported, learns to take our datasets
 
     # ------------------------------------------------------------------ graph
 
