@@ -355,8 +355,13 @@ class _StrategyKerasVariable:
             # tf.keras's cross-replica assign of a sync-on-read variable: reading it back gives `value`.
             if not isinstance(value, jax.Array):
                 value = np.asarray(value, dtype=self._dtype)
-            self.__dict__["_value"] = spread = _program(state, "spread")(value.astype(self._dtype))
+            value = value.astype(self._dtype)
+            self.__dict__["_value"] = spread = _program(state, "spread")(value)
             dispatch.track(spread)
+            # The next cross-replica read is `value` itself: keep it (replicated, as the aggregate
+            # program would give it), so Keras's per-epoch reset / state sync / result round trip
+            # runs no aggregate program.
+            self.__dict__["_tps_aggregate"] = (spread, _place(value, NamedSharding(state._strategy.mesh, P())))
             return None
         if not (isinstance(value, jax.Array) and value.dtype == self._dtype):
             value = jnp.asarray(value, dtype=self._dtype)
