@@ -172,3 +172,25 @@ def test_an_eager_tape_over_a_keras_model_equals_jax_grad(where):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     for v, b, g in zip(model.trainable_variables, before, want):
         np.testing.assert_allclose(np.asarray(v.numpy()), b - 0.5 * np.asarray(g), rtol=1e-5, atol=1e-6)
+
+
+def test_an_eager_tape_over_a_keras_model_takes_numpy_inputs():
+    # jnp.asarray of a NumPy batch inside the tape is a device array, as outside it (not a JAX
+    # literal, which Keras refuses as a positional input); tpsd batches are NumPy.
+    import keras
+
+    x = np.linspace(-1, 1, 12, dtype="float32").reshape(4, 3)
+    with tps.GradientTape():
+        lifted = jnp.asarray(x)
+    assert isinstance(lifted, jax.Array)
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with tps.GradientTape() as tape:
+        loss = jnp.sum(model(x) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    w, b = (np.asarray(v.value) for v in model.trainable_variables)
+    want = jax.grad(lambda w, b: jnp.sum((x @ w + b) ** 2), argnums=(0, 1))(w, b)
+    for g, r in zip(grads, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6, atol=1e-6)

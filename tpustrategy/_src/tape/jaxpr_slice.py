@@ -298,7 +298,10 @@ class RecordTrace(_core.Trace):
         return ins, any_recorded
 
     def stage_value(self, val: Any) -> Any:
-        return val
+        # A constant lifted into this trace (``jnp.asarray(numpy_array)``) becomes what it
+        # would outside the tape: the parent trace's (an eager device array), never a literal.
+        with _core.set_current_trace(self.parent):
+            return self.parent.stage_value(val)
 
     def process_primitive(self, primitive: Any, args: Sequence[Any], params: dict[str, Any], /) -> Any:
         ins, recorded = self._inputs(args)
