@@ -194,3 +194,23 @@ def test_an_eager_tape_over_a_keras_model_takes_numpy_inputs():
     want = jax.grad(lambda w, b: jnp.sum((x @ w + b) ** 2), argnums=(0, 1))(w, b)
     for g, r in zip(grads, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6, atol=1e-6)
+
+
+def test_an_eager_tape_gives_none_for_a_keras_weight_not_read_under_it():
+    # TensorFlow: a variable the target does not depend on is unconnected (None, or zeros
+    # with unconnected_gradients=ZERO).
+    import keras
+
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        keras.utils.set_random_seed(0)
+        used = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        unused = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    x = np.ones((2, 3), "float32")
+    with tps.GradientTape(persistent=True) as tape:
+        loss = jnp.sum(used(x))
+    grads = tape.gradient(loss, unused.trainable_variables)
+    assert grads == [None, None]
+    zeros = tape.gradient(loss, unused.trainable_variables, unconnected_gradients=tps.UnconnectedGradients.ZERO)
+    assert [np.asarray(z).tolist() for z in zeros] == [[[0.0, 0.0]] * 3, [0.0, 0.0]]
+    assert tape.gradient(loss, used.trainable_variables)[1].tolist() == [2.0, 2.0]

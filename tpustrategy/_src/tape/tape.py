@@ -267,12 +267,6 @@ class GradientTape:
 
     def _source_values(self, source: Any, targets: list[Any]) -> list[Any]:
         if self._eager is not None:
-            if _keras_state(source) is not None and not self._variable_sources.get(_state(source).unique_id):
-                raise RuntimeError(
-                    f"tps.GradientTape.gradient: Keras variable {getattr(source, 'path', source)!r} was read in eager "
-                    "code, where Keras reads its own storage and the tape cannot see the read, so it has no "
-                    "gradient.\nFix: run the training step inside tps.function or strategy.run (TensorFlow's "
-                    "custom training loops do), or differentiate tps.Variables in eager code.")
             if _is_variable(source):
                 return list(self._variable_sources.get(_state(source).unique_id, [])) if self._is_watched(source) else []
             found = self._eager.lookup(source)   # a watched array, or a value computed while recording
