@@ -27,7 +27,7 @@ from tpustrategy._src.context import stack as context
 from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
-from tpustrategy._src.variables import copying, frames, ids, sparse, updates
+from tpustrategy._src.variables import arguments, copying, frames, ids, operators, sparse, updates
 from tpustrategy._src.variables.component import ReplicaComponent
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
@@ -81,46 +81,12 @@ class _VariableMeta(type):
         return var
 
 
-def _put_global(host: np.ndarray, sharding: jax.sharding.Sharding) -> jax.Array:
-    """A global array from a host value every process holds.
-
-    Built shard by shard (no cross-process equality check), so it also works
-    while a step is being traced on a multi-host job.
-    """
-    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
-
-
-# tf.Variable arguments that have no effect here (graph-mode and resource options).
-_ACCEPTED = {"validate_shape", "caching_device", "import_scope", "experimental_enable_variable_lifting",
-             "use_resource", "collections", "expected_shape", "variable_def"}
-
-
-def _check_unused(unused: dict[str, Any], base: str) -> None:
-    unknown = sorted(set(unused) - _ACCEPTED)
-    if unknown:
-        raise TypeError(
-            f"tps.Variable {base!r}: unexpected keyword argument(s) {', '.join(unknown)}. Accepted: "
-            "initial_value, trainable, name, dtype, synchronization, aggregation, shape, constraint "
-            f"(and, ignored, TensorFlow's {', '.join(sorted(_ACCEPTED))})."
-        )
-
-
-def _check_initial_value(value: Any, base: str) -> None:
-    if value is None:
-        raise ValueError(
-            f"tps.Variable {base!r}: initial_value must be specified. Received: initial_value=None.\n"
-            "Fix: pass an array, a number, or a callable returning one (e.g. lambda: jnp.zeros(shape))."
-        )
-    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "OUS"):
-        raise TypeError(
-            f"tps.Variable {base!r}: initial_value must be numeric (JAX arrays hold no strings). "
-            f"Received: initial_value={value!r:.60}.\nFix: keep strings on the host (a Python value "
-            "or a tps.lookup table mapping them to ids), and make the variable from numbers."
-        )
-
-
 def _initial_value(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    value = args[0] if args else kwargs.get("initial_value")
+    return _resolve(args[0] if args else kwargs.get("initial_value"))
+
+
+def _resolve(value: Any) -> Any:
+    """An initial value as given: called if callable, read if a variable."""
     if callable(value):
         value = value()
     if isinstance(value, Variable):
@@ -181,22 +147,14 @@ class Variable(metaclass=_VariableMeta):
     ) -> None:
         base = name or "Variable"
         if unused:
-            _check_unused(unused, base)
-        if constraint is not None and not callable(constraint):
-            raise ValueError(
-                f"The `constraint` argument must be a callable. Received: constraint={constraint!r} "
-                f"(tps.Variable {base!r}).\nFix: pass a function of the new value, e.g. "
-                "constraint=lambda w: jnp.clip(w, 0.0, 1.0), or None."
-            )
+            arguments.check_unused(unused, base)
+        arguments.check_constraint(constraint, base)
         self._constraint = constraint
         self._base_name = base
         self._sync = canonical_synchronization(synchronization, base)
         self._aggregation = canonical_aggregation(aggregation, base)
-        if callable(initial_value):
-            initial_value = initial_value()
-        if isinstance(initial_value, Variable):
-            initial_value = initial_value.read_value()
-        _check_initial_value(initial_value, base)
+        initial_value = _resolve(initial_value)
+        arguments.check_initial_value(initial_value, base)
         self._pending_init = False
         self._traced_init = None
         if isinstance(initial_value, jax.core.Tracer):
@@ -248,10 +206,10 @@ class Variable(metaclass=_VariableMeta):
             self._kind = SYNC_ON_READ
             n = strategy.num_replicas_in_sync
             host = np.broadcast_to(np.asarray(value), (n,) + self._shape)
-            self._value = _put_global(host, NamedSharding(mesh, P(REPLICA_AXIS)))
+            self._value = arguments.put_global(host, NamedSharding(mesh, P(REPLICA_AXIS)))
         else:
             self._kind = MIRRORED
-            self._value = _put_global(np.asarray(value), NamedSharding(mesh, P()))
+            self._value = arguments.put_global(np.asarray(value), NamedSharding(mesh, P()))
 
     # Properties --------------------------------------------------------------------
     @property
@@ -556,9 +514,9 @@ class Variable(metaclass=_VariableMeta):
                 "with read_value() right after creating it, or create the variable from a concrete value.")
         return jnp.asarray(self._initial)
 
-    def ref(self) -> VariableRef:
+    def ref(self) -> ids.VariableRef:
         """A hashable reference to the variable (``deref()`` gives it back), for sets and dict keys."""
-        return VariableRef(self)
+        return ids.VariableRef(self)
 
     def __iter__(self) -> Iterator[jax.Array]:
         if not self._shape:
@@ -591,52 +549,7 @@ class Variable(metaclass=_VariableMeta):
         return copying.deep_copy(self, memo)
 
 
-class VariableRef:
-    """A hashable reference to a variable (``tf.Variable.ref()``): equal references name one variable."""
-
-    __slots__ = ("_variable",)
-
-    def __init__(self, variable: Variable):
-        self._variable = variable
-
-    def deref(self) -> Variable:
-        """The variable this reference names."""
-        return self._variable
-
-    def __hash__(self) -> int:
-        return hash(self._variable.unique_id)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, VariableRef) and other._variable is self._variable
-
-    def __repr__(self) -> str:
-        return f"<Reference wrapping {self._variable!r}>"
-
-
-def _binary(op: Callable[..., jax.Array], reflected: bool = False) -> Callable[[Variable, Any], jax.Array]:
-    def method(self: Variable, other: Any) -> jax.Array:
-        a = self.read_value()
-        if isinstance(other, Variable):
-            other = other.read_value()
-        return op(other, a) if reflected else op(a, other)
-
-    return method
-
-
-_BINARY: dict[str, Callable[..., jax.Array]] = {
-    "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
-    "floordiv": jnp.floor_divide, "mod": jnp.mod, "pow": jnp.power, "matmul": jnp.matmul,
-    "and": jnp.bitwise_and, "or": jnp.bitwise_or, "xor": jnp.bitwise_xor,
-}
-_COMPARISONS: dict[str, Callable[..., jax.Array]] = {
-    "lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge": jnp.greater_equal,
-}
-for _name, _op in _BINARY.items():
-    setattr(Variable, f"__{_name}__", _binary(_op))
-    setattr(Variable, f"__r{_name}__", _binary(_op, reflected=True))
-for _name, _op in _COMPARISONS.items():
-    setattr(Variable, f"__{_name}__", _binary(_op))
-
+operators.install(Variable)
 
 # A variable is an array to JAX: every ``jax.numpy`` / ``jax.nn`` / ``jax.lax`` function and
 # ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` take it as ``read_value()`` reads it in the current
