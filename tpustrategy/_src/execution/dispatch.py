@@ -27,7 +27,7 @@ from typing import Any
 import jax
 
 from tpustrategy._src import config
-from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
+from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 
 _pending: collections.deque[Any] = collections.deque()
 _limit: int | None = None

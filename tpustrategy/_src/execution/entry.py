@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
+from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
 # A traced value used as a Python value (``if x > 0:``, ``int(x)``, ``range(n)``, ``np.asarray(x)``);

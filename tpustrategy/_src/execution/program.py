@@ -27,7 +27,7 @@ from tpustrategy._src.execution import dispatch
 from tpustrategy._src.execution.outputs import Kind, OutKind
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import PER_REPLICA
-from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL as _ArrayImpl
+from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames

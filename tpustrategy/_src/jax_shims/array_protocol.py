@@ -1,4 +1,6 @@
-"""Letting JAX primitives (``jax.lax.*``) take an object that stands for an array.
+"""JAX's array types: letting primitives take an object that stands for an array, and the concrete array type.
+
+**``register``: an object that stands for an array.**
 
 JAX 0.10 refuses ``__jax_array__`` during abstractification. JAX's public answer
 (its array-extensibility rule) is pytree registration, but a ``tps.Variable`` must stay
@@ -14,12 +16,23 @@ variable's functionalised read is used, never a baked-in constant.
 
 Public alternative: none (``jnp.asarray(x)`` before calling ``jax.lax``). When the
 private name moves, ``register`` raises and ``tests/jax_shims`` fails loudly.
+
+**``ARRAY_IMPL``: the concrete type of a JAX array**, for ``type(x) is ARRAY_IMPL`` checks on
+the per-call path. ``isinstance(x, jax.Array)`` asks an abstract base class (a few hundred
+nanoseconds, and a tracer is one too); the execution core's fast key
+(``execution.entry.fast_key``) reads the concrete type instead. Importing it does not start
+a backend. Public alternative: ``isinstance(x, jax.Array) and not isinstance(x,
+jax.core.Tracer)``. When the private name moves, ``ARRAY_IMPL`` is ``jax.Array`` (no array's
+exact type), so the fast path silently steps aside and calls classify as before;
+``tests/jax_shims`` fails loudly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import jax
 
 
 def register(cls: type, to_array: Callable[[Any], Any]) -> None:
@@ -43,3 +56,15 @@ def register(cls: type, to_array: Callable[[Any], Any]) -> None:
             "Fix: use the JAX range tpustrategy pins (pyproject.toml)."
         )
     avals[cls] = lambda x: core.typeof(to_array(x))
+
+
+def _array_impl() -> type:
+    try:
+        from jaxlib._jax import ArrayImpl  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - the name moved; see the module docstring
+        return jax.Array
+    return ArrayImpl  # type: ignore[no-any-return]
+
+
+# Typed Any: jaxlib's ArrayImpl is untyped (a ``type`` would narrow ``x`` to ``object`` after ``type(x) is``).
+ARRAY_IMPL: Any = _array_impl()

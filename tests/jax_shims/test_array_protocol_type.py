@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tpustrategy._src.jax_shims.array_type import ARRAY_IMPL
+from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL
 
 
 def test_the_concrete_type_is_every_jax_arrays_exact_type():
