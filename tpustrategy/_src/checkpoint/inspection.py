@@ -63,17 +63,28 @@ class CheckpointReader:
         self._records[_SAVE_COUNTER] = ("value", int(manifest.get("save_counter", 0)))
 
     def _name(self, name: str, api: str) -> str:
+        """The key ``name`` stands for (a full key or an object path); NotFoundError listing the keys."""
         if not isinstance(name, str):
             raise TypeError(f"CheckpointReader.{api}: tensor_str must be a str; received "
                             f"{type(name).__name__}: {name!r}.")
+        key = self._find(name)
+        if key is not None:
+            return key
+        names = self._keys()
+        shown = ", ".join(names[:20])
+        raise NotFoundError(
+            f"Key {name} not found in checkpoint {self._path} (CheckpointReader.{api}). It holds: "
+            f"{shown}{' ...' if len(names) > 20 else ''}.\nFix: use a name from "
+            "reader.get_variable_to_shape_map() (or tps.train.list_variables(path)).")
+
+    def _find(self, name: str) -> str | None:
         for candidate in (name, name + _VALUE, name + _ITERATOR):
             if candidate in self._records:
                 return candidate
-        shown = ", ".join(sorted(self._records)[:20])
-        raise NotFoundError(
-            f"Key {name} not found in checkpoint {self._path} (CheckpointReader.{api}). It holds: "
-            f"{shown}{' ...' if len(self._records) > 20 else ''}.\nFix: use a name from "
-            "reader.get_variable_to_shape_map() (or tps.train.list_variables(path)).")
+        return None
+
+    def _keys(self) -> list[str]:
+        return sorted(self._records)
 
     def has_tensor(self, tensor_str: str) -> bool:
         """Whether the checkpoint holds ``tensor_str`` (a full name or an object path)."""
@@ -139,19 +150,11 @@ class TFCheckpointReader(CheckpointReader):
         self._path = path
         self._values = tf_reader.TFValues(path)
 
-    def _name(self, name: str, api: str) -> str:
-        if not isinstance(name, str):
-            raise TypeError(f"CheckpointReader.{api}: tensor_str must be a str; received "
-                            f"{type(name).__name__}: {name!r}.")
-        key = self._values.find(name)
-        if key is not None:
-            return key
-        names = self._values.keys()
-        shown = ", ".join(names[:20])
-        raise NotFoundError(
-            f"Key {name} not found in checkpoint {self._path} (CheckpointReader.{api}). It holds: "
-            f"{shown}{' ...' if len(names) > 20 else ''}.\nFix: use a name from "
-            "reader.get_variable_to_shape_map() (or tps.train.list_variables(path)).")
+    def _find(self, name: str) -> str | None:
+        return self._values.find(name)
+
+    def _keys(self) -> list[str]:
+        return self._values.keys()
 
     def get_tensor(self, tensor_str: str) -> Any:
         """The saved value of ``tensor_str`` (a key, or an object path without ``/.ATTRIBUTES/...``).
