@@ -26,10 +26,9 @@ def process_count() -> int:
 
 def barrier(name: str) -> None:
     """Waits until every process of the job reached the barrier ``name``."""
-    if process_count() > 1:
-        from jax.experimental import multihost_utils
+    from tpustrategy._src.replica import across_processes
 
-        multihost_utils.sync_global_devices(f"tps.checkpoint:{name}")
+    across_processes.barrier(f"tps.checkpoint:{name}")
 
 
 def allgather(values: Any) -> np.ndarray:

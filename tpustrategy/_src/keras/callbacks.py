@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import tpustrategy._src.keras.internals as internals
+from tpustrategy._src.replica import across_processes
 
 
 def _processes() -> tuple[int, int]:
@@ -36,12 +37,6 @@ def is_chief() -> bool:
 
 def several_processes() -> bool:
     return _processes()[1] > 1
-
-
-def _barrier(name: str) -> None:
-    from jax.experimental import multihost_utils
-
-    multihost_utils.sync_global_devices(f"tps.keras:{name}")
 
 
 @contextlib.contextmanager
@@ -76,7 +71,7 @@ def wrap_backup_train_begin(original: Any) -> Any:
     @functools.wraps(original)
     def on_train_begin(self: Any, logs: Any = None) -> Any:
         if several_processes():
-            _barrier("backup-restore")   # the chief's last backup is complete before anyone reads it
+            across_processes.barrier("tps.keras:backup-restore")   # the chief's last backup is complete before anyone reads it
         return original(self, logs)
 
     return on_train_begin

@@ -21,6 +21,14 @@ def multi_process() -> bool:
     return jax.process_count() > 1
 
 
+def barrier(name: str) -> None:
+    """Waits until every process of the job reached the barrier ``name`` (nothing with one process)."""
+    if multi_process():
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
 def allgather(x: Any) -> np.ndarray:
     """``[num_processes, ...]``: every process's ``x`` (same shape everywhere).
 
