@@ -12,7 +12,6 @@ replica's copy on that replica's device(s) (no copy); writing it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -22,7 +21,7 @@ from jax.typing import DTypeLike
 
 from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.types import Shape
-from tpustrategy._src.variables import frames
+from tpustrategy._src.variables import frames, operators
 from tpustrategy._src.variables.state import SYNC_ON_READ, VariableState, first_device
 
 
@@ -154,20 +153,5 @@ class ReplicaComponent:
         return self if read_value else None
 
 
-def _binary(op: Callable[..., jax.Array], reflected: bool = False) -> Callable[[ReplicaComponent, Any], jax.Array]:
-    def method(self: ReplicaComponent, other: Any) -> jax.Array:
-        a = self.read_value()
-        return op(other, a) if reflected else op(a, other)
-
-    return method
-
-
-_BINARY: dict[str, Callable[..., jax.Array]] = {
-    "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
-    "pow": jnp.power, "matmul": jnp.matmul,
-}
-for _name, _op in _BINARY.items():
-    setattr(ReplicaComponent, f"__{_name}__", _binary(_op))
-    setattr(ReplicaComponent, f"__r{_name}__", _binary(_op, reflected=True))
-
+operators.install(ReplicaComponent, names=("add", "sub", "mul", "truediv", "pow", "matmul"), comparisons=False)
 array_protocol.register(ReplicaComponent, lambda c: c.read_value())

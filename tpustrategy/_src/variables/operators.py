@@ -1,4 +1,4 @@
-"""``tps.Variable``'s binary operators: each reads the variable (and a variable operand) and applies ``jnp``."""
+"""Binary operators of ``tps.Variable`` and its per-replica handles: each reads the value (and a same-kind operand) and applies ``jnp``."""
 
 from __future__ import annotations
 
@@ -29,10 +29,16 @@ _COMPARISONS: dict[str, Callable[..., jax.Array]] = {
 }
 
 
-def install(cls: Any) -> None:
-    """Gives the variable class TensorFlow's arithmetic, bitwise and comparison operators (on its read)."""
-    for name, op in _BINARY.items():
+def install(cls: Any, names: tuple[str, ...] | None = None, comparisons: bool = True) -> None:
+    """Gives ``cls`` (a variable or a handle on one copy) operators on its read.
+
+    Args:
+      names: the arithmetic / bitwise operators to give (default: all of TensorFlow's).
+      comparisons: also ``<``, ``<=``, ``>``, ``>=``.
+    """
+    for name in names or tuple(_BINARY):
+        op = _BINARY[name]
         setattr(cls, f"__{name}__", _binary(cls, op))
         setattr(cls, f"__r{name}__", _binary(cls, op, reflected=True))
-    for name, op in _COMPARISONS.items():
+    for name, op in (_COMPARISONS.items() if comparisons else ()):
         setattr(cls, f"__{name}__", _binary(cls, op))
