@@ -11,8 +11,11 @@ join the rendezvous, but only 5 of them arrived on time"). Measured on 8 CPU dev
 programs queued behind an 8 s program finish, 40 abort.
 
 After each dispatch we keep one output of the program; when more than ``TPS_MAX_IN_FLIGHT``
-are outstanding we wait on the oldest. Waiting on an old program costs nothing when it
-already finished, so on fast devices the bound is free. A kept output may since have been
+are outstanding, the oldest half of them are let go and we wait on the newest of those (programs
+over one device set end in the order they were dispatched), so a loop asks about readiness once
+every ``limit // 2`` calls instead of every call (a readiness query on a CPU array over 8
+devices costs about as much as the rest of a call's Python). Waiting on an old program costs
+nothing when it already finished, so on fast devices the bound is free. A kept output may since have been
 donated to a later program (Keras donates its state every step): a deleted array cannot be
 waited on, so the wait goes to the oldest output still alive — a later program, whose end
 implies the donated one's. (Skipping deleted outputs instead let a chain of donating programs
@@ -39,7 +42,7 @@ def _max_in_flight() -> int:
         if config.MAX_IN_FLIGHT is not None:
             _limit = int(config.MAX_IN_FLIGHT)
         else:
-            _limit = 4 if jax.default_backend() == "cpu" else 32
+            _limit = 8 if jax.default_backend() == "cpu" else 32
     return _limit
 
 
@@ -85,15 +88,20 @@ def track_array(token: Any) -> None:
     limit = _limit if _limit is not None else _max_in_flight()
     # deque.append / popleft are atomic: threads may record programs concurrently.
     _pending.append(token)
-    while len(_pending) > limit:
+    if len(_pending) <= limit:
+        return
+    newest = None
+    for _ in range(max(1, limit // 2)):
         try:
             oldest = _pending.popleft()
         except IndexError:  # another thread took it
+            break
+        if not oldest.is_deleted():
+            newest = oldest
+    if newest is None:
+        # Every output let go was donated to a later program, which ends after they did: wait
+        # on the oldest output still alive (kept in the queue: it still counts as in flight).
+        newest = _oldest_alive()
+        if newest is None:
             return
-        if oldest.is_deleted():
-            # Donated to a later program: that program ends after this one did. Wait on the
-            # oldest output still alive (kept in the queue: it still counts as in flight).
-            oldest = _oldest_alive()
-            if oldest is None:
-                continue
-        wait(oldest)
+    wait(newest)

@@ -70,31 +70,55 @@ def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
     return tuple(key), arrays
 
 
+# How ``_add`` treats a value, by its exact type (worked out once per type).
+_ARRAY, _DISTRIBUTED, _SEQUENCE, _SCALAR, _DICT, _NUMPY, _OTHER = range(7)
+_KINDS: dict[type, int] = {_ArrayImpl: _ARRAY, Mirrored: _DISTRIBUTED, PerReplica: _DISTRIBUTED,
+                           tuple: _SEQUENCE, list: _SEQUENCE, dict: _DICT, np.ndarray: _NUMPY,
+                           **{t: _SCALAR for t in _SCALARS}}
+
+
+def _kind_of(t: type) -> int:
+    kind = _KINDS.get(t)
+    if kind is None:
+        # A namedtuple (optax states) is a sequence of its fields; anything else has no fast key.
+        kind = _SEQUENCE if issubclass(t, tuple) and hasattr(t, "_fields") else _OTHER
+        if len(_KINDS) < 4096:
+            _KINDS[t] = kind
+    return kind
+
+
 def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
     t = type(x)
-    if t is _ArrayImpl:
-        key.append((t, x.shape, x.dtype, x.weak_type))
-        arrays.append(x)
-    elif t is PerReplica:
-        if not x.has_stacked or x.is_traced:
-            return False
-        stacked = x.stacked_array(split)
-        key.append((t, stacked.shape, stacked.dtype, x.padded_shapes))
-        arrays.append(stacked)
-    elif t is Mirrored:
-        value = x.replicated_array
-        if type(value) is not _ArrayImpl:
-            return False
-        key.append((t, value.shape, value.dtype, value.weak_type, x.num_replicas))
-        arrays.append(value)
-    elif t in _SCALARS:
-        key.append((t, x))
-    elif t is tuple or t is list:
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _kind_of(t)
+    if kind == _SEQUENCE:
         key.append((t, len(x)))
         for item in x:
-            if not _add(item, key, arrays, split):
+            ti = type(item)
+            if ti is _ArrayImpl:  # the common leaves of a training step's state, inline
+                key.append((ti, item.shape, item.dtype, item.weak_type))
+                arrays.append(item)
+            elif ti is Mirrored or ti is PerReplica:
+                found = item.fast_entry(split)
+                if found is None:
+                    return False
+                key.append(found[0])
+                arrays.append(found[1])
+            elif not _add(item, key, arrays, split):
                 return False
-    elif t is dict:
+    elif kind == _DISTRIBUTED:
+        found = x.fast_entry(split)
+        if found is None:
+            return False
+        key.append(found[0])
+        arrays.append(found[1])
+    elif kind == _ARRAY:
+        key.append((t, x.shape, x.dtype, x.weak_type))
+        arrays.append(x)
+    elif kind == _SCALAR:
+        key.append((t, x))
+    elif kind == _DICT:
         try:
             names = sorted(x)
         except TypeError:
@@ -103,14 +127,9 @@ def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
         for name in names:
             if not _add(x[name], key, arrays, split):
                 return False
-    elif t is np.ndarray and x.dtype.kind in "biufc":
+    elif kind == _NUMPY and x.dtype.kind in "biufc":
         key.append((t, x.shape, x.dtype))
         arrays.append(x)
-    elif isinstance(x, tuple) and hasattr(t, "_fields"):  # a namedtuple (optax states): its fields
-        key.append((t, len(x)))
-        for item in x:
-            if not _add(item, key, arrays, split):
-                return False
     else:
         return False
     return True

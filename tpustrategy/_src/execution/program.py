@@ -113,6 +113,12 @@ class Program:
         placement = self.placement
         self._in_targets = ([placement.split if s else placement.replicated for s in self.in_split]
                             if placement is not None else [])
+        self._var_targets = ([placement.variable_sharding(v) for v in self.variables]
+                             if placement is not None else [])
+        self._plan = _rebuild_plan(self.out_kinds, self.num_replicas)
+        self._one_leaf = self.out_treedef.num_nodes == 1 and self.out_treedef.num_leaves == 1
+        self._n_copies = len(self.local_copies or ())
+        self._keys: list[Any] = [None] * len(self._plan)  # fast keys of Mirrored results, by result index
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -127,57 +133,119 @@ class Program:
             var_inputs = [frames.global_value(v) for v in self.variables]
         outs = self.jitted(*arrays, *var_inputs, *extra)
         if outs and _is_tracer(outs[0]) and frames.outermost() is None and self.written:
-            raise TypeError(
-                f"{self.name}: called inside a JAX transformation (jax.jit, jax.grad, ...) that is not "
-                f"tps.function, and it writes variables ({', '.join(v.name for v in self.written)}); their "
-                "new values would be tracers that escape the transformation.\nFix: use @tps.function instead "
-                "of @jax.jit around strategy.run, or pass the state as arguments and return it."
-            )
+            raise self._escaping_writes()
         if outs:
             dispatch.track_array(outs[0])
-        copies = {}
-        if self.local_copies:
-            k = len(self.local_copies)
-            copies = dict(zip(self.local_copies, outs[len(outs) - k:]))
-            outs = outs[: len(outs) - k]
-        n_written = len(self.written)
-        if n_written:
-            for var, new in zip(self.written, outs[len(outs) - n_written:]):
+        if self.written:
+            end = len(outs) - self._n_copies
+            for var, new in zip(self.written, outs[end - len(self.written):end]):
                 frames.set_global_value(var, new)
                 var._pending_init = False
-            outs = outs[: len(outs) - n_written]
-        return self.rebuild(outs, copies)
+        return self._results(outs)
+
+    def call_fast(self, arrays: list[Any]) -> Any:
+        """The per-call fast path (``entry.fast_key`` found this program): concrete inputs, no
+        frame active (outside every trace), no pulled batches. The same steps as ``__call__``,
+        with the variables' placements worked out once."""
+        placement = self.placement
+        if placement is None:
+            return self(arrays)
+        put_to = placement.put_to
+        inputs = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
+                  for x, t in zip(arrays, self._in_targets)]
+        if self._var_targets:
+            inputs += [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
+                       for x, t in zip(frames.values_outside_frames(self.variables), self._var_targets)]
+        outs = self.jitted(*inputs)
+        if outs:
+            dispatch.track_array(outs[0])
+        if self.written:
+            if _is_tracer(outs[0]):  # called inside a user's jax.jit / jax.grad
+                raise self._escaping_writes()
+            end = len(outs) - self._n_copies
+            frames.write_outside_frames(self.written, outs[end - len(self.written):end])
+        return self._results(outs)
+
+    def _escaping_writes(self) -> TypeError:
+        return TypeError(
+            f"{self.name}: called inside a JAX transformation (jax.jit, jax.grad, ...) that is not "
+            f"tps.function, and it writes variables ({', '.join(v.name for v in self.written)}); their "
+            "new values would be tracers that escape the transformation.\nFix: use @tps.function instead "
+            "of @jax.jit around strategy.run, or pass the state as arguments and return it."
+        )
+
+    def _results(self, outs: Any) -> Any:
+        """The user's results from the program's outputs: the results, then the written variables'
+        new values, then the per-device copies of ``local_copies``."""
+        k = self._n_copies
+        if not k:
+            return self.rebuild(outs[:len(outs) - len(self.written)] if self.written else outs)
+        copies = dict(zip(self.local_copies, outs[len(outs) - k:]))  # type: ignore[arg-type]
+        return self.rebuild(outs[:len(outs) - k - len(self.written)], copies)
 
     def rebuild(self, outs: Any, copies: dict[int, Any] | None = None) -> Any:
-        it = iter(enumerate(outs))
-        copies = copies or {}
-        leaves = []
-        n = self.num_replicas
-        for out in self.out_kinds:
-            kind = out.kind
-            if kind is Kind.STATIC:
-                leaves.append(out.value)
-            elif kind is Kind.STATIC_PER_REPLICA:
-                leaves.append(PerReplica(list(out.value)))
-            elif kind is Kind.PER_REPLICA:
-                leaves.append(cast(type[PerReplica], out.cls).from_stacked(next(it)[1], out.shapes))
-            elif kind is Kind.MIRRORED:
-                leaves.append(Mirrored.from_replicated(next(it)[1], out.num_replicas))
-            elif kind is Kind.VARYING:
-                j, x = next(it)
-                if n == 1:
-                    leaves.append(x)
-                else:
-                    value = PerReplica.from_stacked(x, out.shapes)
-                    if j in copies and not _is_tracer(copies[j]):
-                        value.set_local_copy(copies[j])
-                    leaves.append(value)
-            elif kind is Kind.INVARIANT:
-                x = next(it)[1]
-                leaves.append(x if n == 1 else Mirrored.from_replicated(x, n))
-            else:  # Kind.ARRAY
-                leaves.append(next(it)[1])
+        """The output pytree from the program's dynamic results (``copies``: per-device copies
+        of varying results, by result index)."""
+        leaves: list[Any] = []
+        keys = self._keys
+        i = 0
+        for code, arg in self._plan:
+            if code == _MIRRORED:
+                x = outs[i]
+                value = Mirrored.from_replicated(x, arg)
+                if type(x) is _ArrayImpl:
+                    # A result's shape and dtype are the program's: its fast key is made once.
+                    key = keys[i]
+                    if key is None:
+                        key = keys[i] = (Mirrored, x.shape, x.dtype, x.weak_type, arg)
+                    value.set_fast_key(key)
+                leaves.append(value)
+                i += 1
+            elif code == _PLAIN:
+                leaves.append(outs[i])
+                i += 1
+            elif code == _VARYING:
+                value = PerReplica.from_stacked(outs[i], arg)
+                if copies and i in copies and not _is_tracer(copies[i]):
+                    value.set_local_copy(copies[i])
+                leaves.append(value)
+                i += 1
+            elif code == _PER_REPLICA:
+                cls, shapes = arg
+                leaves.append(cls.from_stacked(outs[i], shapes))
+                i += 1
+            elif code == _STATIC:
+                leaves.append(arg)
+            else:  # _STATIC_PER_REPLICA
+                leaves.append(PerReplica(list(arg)))
+        if self._one_leaf:
+            return leaves[0]
         return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
+
+
+# How ``rebuild`` makes each output leaf (``_rebuild_plan``).
+_STATIC, _STATIC_PER_REPLICA, _PER_REPLICA, _MIRRORED, _VARYING, _PLAIN = range(6)
+
+
+def _rebuild_plan(out_kinds: list[OutKind], n: int) -> tuple[tuple[int, Any], ...]:
+    plan: list[tuple[int, Any]] = []
+    for out in out_kinds:
+        kind = out.kind
+        if kind is Kind.STATIC:
+            plan.append((_STATIC, out.value))
+        elif kind is Kind.STATIC_PER_REPLICA:
+            plan.append((_STATIC_PER_REPLICA, out.value))
+        elif kind is Kind.PER_REPLICA:
+            plan.append((_PER_REPLICA, (cast(type[PerReplica], out.cls), out.shapes)))
+        elif kind is Kind.MIRRORED:
+            plan.append((_MIRRORED, out.num_replicas))
+        elif kind is Kind.VARYING:
+            plan.append((_PLAIN, None) if n == 1 else (_VARYING, out.shapes))
+        elif kind is Kind.INVARIANT:
+            plan.append((_PLAIN, None) if n == 1 else (_MIRRORED, n))
+        else:  # Kind.ARRAY
+            plan.append((_PLAIN, None))
+    return tuple(plan)
 
 
 def split_flags(specs: list[Any]) -> list[bool]:

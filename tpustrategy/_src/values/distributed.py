@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis, views
 
@@ -43,7 +44,7 @@ class DistributedValues:
     """Base class of values with one component per replica."""
 
     __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
-                 "_home", "_local_copy", "__weakref__")
+                 "_home", "_local_copy", "_fast", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -59,6 +60,7 @@ class DistributedValues:
         self._num_replicas: int = len(values) if values is not None else 0
         self._home = None  # the replica-axis sharding of the strategy that made it
         self._local_copy = None
+        self._fast: tuple[Any, ...] | None = None  # the fast-path key, once known (``fast_entry``)
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
@@ -72,6 +74,7 @@ class DistributedValues:
         obj._num_replicas = num_replicas
         obj._home = None
         obj._local_copy = None
+        obj._fast = None
         return obj
 
     @classmethod
@@ -141,6 +144,7 @@ class DistributedValues:
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         self._num_replicas = len(shapes)
         self._shapes = shapes
+        self._fast = None
 
     def set_local_copy(self, per_device: Any) -> None:
         """A program's per-device copy of a stacked value: each device's buffer is its own
@@ -213,6 +217,10 @@ class DistributedValues:
             self._shapes = tuple(shapes)
         return stacked
 
+    def set_fast_key(self, key: tuple[Any, ...]) -> None:
+        """Records the value's fast-path key (a program knows its outputs' keys when it builds them)."""
+        self._fast = key
+
     def block_until_ready(self) -> DistributedValues:
         """Waits until every component has been computed; returns ``self``."""
         jax.block_until_ready(jax.tree_util.tree_leaves(self))
@@ -280,6 +288,20 @@ class PerReplica(DistributedValues):
 
     __slots__ = ()
 
+    def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
+        """For the per-call fast path (``execution.entry.fast_key``): ``(key, stacked array)``
+        with the array placed on ``split``, or None when the value is traced or not stacked yet.
+        The key (type, stacked shape and dtype, ragged true shapes) is kept with the value."""
+        stacked: Any = self._stacked
+        if type(stacked) is not ARRAY_IMPL:
+            return None
+        if stacked.sharding != split and split is not None:
+            stacked = self.stacked_array(split)
+        key = self._fast
+        if key is None:
+            key = self._fast = (PerReplica, stacked.shape, stacked.dtype, self._shapes)
+        return key, stacked
+
 
 class Mirrored(DistributedValues):
     """Values known to be equal on every replica."""
@@ -292,6 +314,20 @@ class Mirrored(DistributedValues):
         obj: Mirrored = cls._blank(num_replicas)
         obj._replicated = array
         return obj
+
+    def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
+        """For the per-call fast path (``execution.entry.fast_key``): ``(key, replicated array)``,
+        or None when the value holds no concrete replicated array. The key (type, shape, dtype,
+        weak type, number of replicas) is kept with the value."""
+        value = self._replicated
+        if value is None:
+            value = self.replicated_array
+        if type(value) is not ARRAY_IMPL:
+            return None
+        key = self._fast
+        if key is None:
+            key = self._fast = (Mirrored, value.shape, value.dtype, value.weak_type, self._num_replicas)
+        return key, value
 
     @property
     def replicated_array(self) -> Any:

@@ -20,6 +20,7 @@ component must cost (almost) nothing to make:
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any, cast
 
 import jax
@@ -51,6 +52,22 @@ def _strip_replica(spec: P) -> P:
     return P(*[None if e == mesh_axis.REPLICA_AXIS else e for e in tuple(spec)[1:]])
 
 
+_orders: dict[Any, tuple[int, ...]] = {}
+
+
+def _replica_order(sharding: NamedSharding, shards: Sequence[Any]) -> tuple[int, ...]:
+    """The positions in ``shards`` (an array's addressable shards, in the order its sharding
+    lists their devices) of the replicas' devices in replica order; worked out once per sharding."""
+    order = _orders.get(sharding)
+    if order is None or len(order) != len(shards):
+        mesh = sharding.mesh
+        order = tuple(sorted(range(len(shards)), key=lambda i: mesh_axis.device_index(mesh, shards[i].device)))
+        if len(_orders) > 256:
+            _orders.clear()
+        _orders[sharding] = order
+    return order
+
+
 def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
     """The local replicas' copies of a replicated array, in replica order."""
     sharding = _named(arr)
@@ -58,8 +75,8 @@ def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
         return (arr,) * count
     mesh = cast(Mesh, sharding.mesh)  # a concrete array's sharding has a concrete mesh
     if not mesh_axis.has_cores(mesh):
-        shards = sorted(arr.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
-        return tuple(s.data for s in shards)
+        shards = arr.addressable_shards
+        return tuple(shards[i].data for i in _replica_order(sharding, shards))
     by_replica: dict[int, dict[Any, Any]] = {}
     for s in arr.addressable_shards:
         r, _ = mesh_axis.device_position(mesh, s.device)

@@ -143,6 +143,19 @@ def global_value(var: VariableState) -> jax.Array:
     return var._value
 
 
+def values_outside_frames(variables: list[VariableState]) -> list[jax.Array]:
+    """The variables' concrete values (a program's call outside every trace: no frame is active)."""
+    return [v._value for v in variables]
+
+
+def write_outside_frames(variables: list[VariableState], values: Any) -> None:
+    """Writes a program's new values of ``variables`` (no frame is active); a variable created
+    by the trace has its first value now."""
+    for var, value in zip(variables, values):
+        var._value = value
+        var._pending_init = False
+
+
 def set_global_value(var: VariableState, value: jax.Array) -> None:
     for frame in reversed(_stack.frames):
         if frame.level == "cross":
