@@ -269,6 +269,32 @@ def _program(state: KerasVariableState, kind: str) -> Any:
     return fn
 
 
+# A sync-on-read value this small (elements) is spread on the host (``_host_spread``).
+HOST_SPREAD_ELEMENTS = 4096
+
+
+def _host_spread(state: KerasVariableState, value: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The replicas' copies of ``value`` made on the host, with ``value`` itself, as the
+    ``"spread"`` program makes them (SUM: a float value's share ``value / n`` on every replica,
+    computed in float64 and rounded once, which is the correctly rounded quotient — XLA's may
+    differ by one rounding, as it may multiply by ``1 / n``; an integer
+    value on the first replica, zeros elsewhere; other rules: ``value`` on every replica); None
+    when the program must run (several processes, a large or complex value, a tracer)."""
+    if jax.process_count() > 1 or isinstance(value, jax.core.Tracer) or value.size > HOST_SPREAD_ELEMENTS:
+        return None
+    host = np.asarray(value)
+    if host.dtype.kind == "c":
+        return None
+    n = state._strategy.num_replicas_in_sync
+    if state._aggregation is not VariableAggregation.SUM:
+        copies = np.broadcast_to(host, (n, *host.shape))
+    elif host.dtype.kind == "f" or jnp.issubdtype(host.dtype, jnp.floating):
+        copies = np.broadcast_to((host.astype(np.float64) / n).astype(host.dtype), (n, *host.shape))
+    else:
+        copies = np.concatenate([host[None], np.zeros((n - 1, *host.shape), host.dtype)])
+    return np.ascontiguousarray(copies), host
+
+
 def _reshard(sharding: Any) -> Any:
     fn = _RESHARDS.get(sharding)
     if fn is None:
@@ -287,6 +313,21 @@ def _traced_or_replica() -> bool:
 
 class _StrategyKerasVariable:
     """Mixed in front of an adopted variable's Keras class (see the module docstring)."""
+
+    @property
+    def _shape(self) -> Any:
+        return self.__dict__["_shape"]
+
+    @_shape.setter
+    def _shape(self, shape: Any) -> None:
+        # Keras sets a variable made from a concrete value to its storage's shape after
+        # initialising it; a sync-on-read variable's storage holds one copy per replica, and
+        # its shape stays the value's.
+        state = self.__dict__.get("_tps_state")
+        if (state is not None and state._kind == SYNC_ON_READ and "_shape" in self.__dict__
+                and tuple(shape) == (state._strategy.num_replicas_in_sync, *self.__dict__["_shape"])):
+            return
+        self.__dict__["_shape"] = shape
 
     @property
     def value(self) -> Any:
@@ -356,12 +397,22 @@ class _StrategyKerasVariable:
             if not isinstance(value, jax.Array):
                 value = np.asarray(value, dtype=self._dtype)
             value = value.astype(self._dtype)
-            self.__dict__["_value"] = spread = _program(state, "spread")(value)
-            dispatch.track(spread)
+            replicated = NamedSharding(state._strategy.mesh, P())
+            on_host = _host_spread(state, value)
+            if on_host is not None:
+                # A small value on one process: the copies are made on the host and placed with the
+                # value itself in one transfer (no program: Keras's per-epoch metric reset and
+                # state sync assign every metric variable).
+                spread, kept = jax.device_put(on_host, (sharding_of(state), replicated))
+            else:
+                spread = _program(state, "spread")(value)
+                dispatch.track(spread)
+                kept = _place(value, replicated)
+            self.__dict__["_value"] = spread
             # The next cross-replica read is `value` itself: keep it (replicated, as the aggregate
             # program would give it), so Keras's per-epoch reset / state sync / result round trip
             # runs no aggregate program.
-            self.__dict__["_tps_aggregate"] = (spread, _place(value, NamedSharding(state._strategy.mesh, P())))
+            self.__dict__["_tps_aggregate"] = (spread, kept)
             return None
         if not (isinstance(value, jax.Array) and value.dtype == self._dtype):
             value = jnp.asarray(value, dtype=self._dtype)
