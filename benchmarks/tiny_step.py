@@ -24,6 +24,11 @@ their range):
                                 devices each step's all-reduce costs about as much as a
                                 dispatch, which bounds every k-step speed-up here.
   k steps, ours vs hand-written the per-step time of our k-step call vs the hand-written one.
+  main-thread CPU per call      the same synchronised calls, timed by the main thread's CPU
+                                clock (``time.thread_time``): the Python and dispatch work of a
+                                call itself. On this 2-core machine XLA's 8 device threads spin
+                                on the same cores around every program, so each µs of it costs
+                                two to five µs on the wall clock.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
@@ -158,6 +164,14 @@ def hand_spe_cases(strategy, k, rng):
     return (lambda: many(w, xs, ys)), (lambda: one(w, x1, y1))
 
 
+def thread_cpu(step, iters: int) -> float:
+    """The main thread's CPU seconds per call of ``step``, each result waited on."""
+    start = time.thread_time()
+    for _ in range(iters):
+        _common.wait(step())
+    return (time.thread_time() - start) / iters
+
+
 def us(series: list[float]) -> list[float]:
     return [t * 1e6 for t in series]
 
@@ -184,6 +198,17 @@ def main() -> None:
                 f"tiny step ({what}): {label} vs jit(shard_map), {mode}",
                 res[key], res[hand_key], "µs/call",
                 note=f"overhead {statistics.median(diff):+.0f} µs/call [{min(diff):+.0f}..{max(diff):+.0f}]{goal}"))
+    # The main thread's CPU time per synchronised call: the Python and dispatch work itself,
+    # without the clock time that XLA's device threads take from it on a small machine.
+    res = _common.side_by_side({name: (lambda s=s: us([thread_cpu(s, iters)])[0]) for name, s in steps.items()},
+                               rounds)
+    for key, label, hand_key in (("run", "strategy.run", "hand"), ("function", "tps.function", "hand"),
+                                 ("run_write", "strategy.run, variable written", "hand_write"),
+                                 ("function_write", "tps.function, variable written", "hand_write")):
+        diff = [o - h for o, h in zip(res[key], res[hand_key])]
+        rows.append(_common.row(f"tiny step main-thread CPU per call: {label} vs jit(shard_map)",
+                                res[key], res[hand_key], "µs CPU/call",
+                                note=f"extra CPU {statistics.median(diff):+.1f} µs/call"))
     check()
 
     spe_iters = 5 if args.quick else 10
