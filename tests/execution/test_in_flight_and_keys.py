@@ -3,8 +3,8 @@
 Counted, not timed. The bound (``execution/dispatch.py``) lets at most ``limit`` programs be
 outstanding and, once over it, waits once on the newest of the oldest half (so a loop asks
 about readiness once every ``limit // 2`` calls); a donated output is never waited on. A
-distributed value keeps its fast-path key, and a program's ``Mirrored`` results carry theirs
-from the start: equal keys for equal kinds, shapes and dtypes, another key for another shape.
+distributed value keeps its fast-path key once made (a program's ``Mirrored`` results too):
+equal keys for equal kinds, shapes and dtypes, another key for another shape.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class CrossFunction:
                 key, arrays = quick
                 program = self._fast.get(self, key)
                 if program is not None:
-                    return program.call_fast(arrays)
+                    return program(arrays)
         if self._static_scalars:
             args, kwargs = _scalars_as_python((args, kwargs))
         if jax.process_count() > 1:

@@ -78,12 +78,11 @@ _KINDS: dict[type, int] = {_ArrayImpl: _ARRAY, Mirrored: _DISTRIBUTED, PerReplic
 
 
 def _kind_of(t: type) -> int:
-    kind = _KINDS.get(t)
-    if kind is None:
-        # A namedtuple (optax states) is a sequence of its fields; anything else has no fast key.
-        kind = _SEQUENCE if issubclass(t, tuple) and hasattr(t, "_fields") else _OTHER
-        if len(_KINDS) < 4096:
-            _KINDS[t] = kind
+    """A type not in ``_KINDS`` yet: a namedtuple (optax states) is a sequence of its fields;
+    anything else has no fast key."""
+    kind = _SEQUENCE if issubclass(t, tuple) and hasattr(t, "_fields") else _OTHER
+    if len(_KINDS) < 4096:
+        _KINDS[t] = kind
     return kind
 
 
@@ -95,17 +94,7 @@ def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
     if kind == _SEQUENCE:
         key.append((t, len(x)))
         for item in x:
-            ti = type(item)
-            if ti is _ArrayImpl:  # the common leaves of a training step's state, inline
-                key.append((ti, item.shape, item.dtype, item.weak_type))
-                arrays.append(item)
-            elif ti is Mirrored or ti is PerReplica:
-                found = item.fast_entry(split)
-                if found is None:
-                    return False
-                key.append(found[0])
-                arrays.append(found[1])
-            elif not _add(item, key, arrays, split):
+            if not _add(item, key, arrays, split):
                 return False
     elif kind == _DISTRIBUTED:
         found = x.fast_entry(split)

@@ -84,12 +84,6 @@ class Placement:
         spec = var.core_spec
         return NamedSharding(self.replicated.mesh, spec) if spec is not None else self.replicated
 
-    def put_variable(self, var: Any) -> Any:
-        value = frames.global_value(var)
-        if _is_tracer(value):
-            return value
-        return self.put_to(value, self.variable_sharding(var))
-
 
 @dataclass
 class Program:
@@ -111,59 +105,33 @@ class Program:
 
     def __post_init__(self) -> None:
         placement = self.placement
-        self._in_targets = ([placement.split if s else placement.replicated for s in self.in_split]
-                            if placement is not None else [])
-        self._var_targets = ([placement.variable_sharding(v) for v in self.variables]
-                             if placement is not None else [])
+        # Where each dynamic input, then each variable, enters (worked out once per program).
+        self._targets = ([placement.split if s else placement.replicated for s in self.in_split]
+                         + [placement.variable_sharding(v) for v in self.variables]
+                         if placement is not None else [])
         self._plan = _rebuild_plan(self.out_kinds, self.num_replicas)
         self._one_leaf = self.out_treedef.num_nodes == 1 and self.out_treedef.num_leaves == 1
         self._n_copies = len(self.local_copies or ())
-        self._keys: list[Any] = [None] * len(self._plan)  # fast keys of Mirrored results, by result index
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
+        values = frames.global_values(self.variables)
         if placement is not None:
             put_to = placement.put_to
-            arrays = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
-                      for x, t in zip(arrays, self._in_targets)]
-            var_inputs = [placement.put_variable(v) for v in self.variables]
+            inputs = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
+                      for x, t in zip([*arrays, *values], self._targets)]
             if extra:
-                extra = [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
+                inputs += [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
         else:
-            var_inputs = [frames.global_value(v) for v in self.variables]
-        outs = self.jitted(*arrays, *var_inputs, *extra)
-        if outs and _is_tracer(outs[0]) and frames.outermost() is None and self.written:
-            raise self._escaping_writes()
-        if outs:
-            dispatch.track_array(outs[0])
-        if self.written:
-            end = len(outs) - self._n_copies
-            for var, new in zip(self.written, outs[end - len(self.written):end]):
-                frames.set_global_value(var, new)
-                var._pending_init = False
-        return self._results(outs)
-
-    def call_fast(self, arrays: list[Any]) -> Any:
-        """The per-call fast path (``entry.fast_key`` found this program): concrete inputs, no
-        frame active (outside every trace), no pulled batches. The same steps as ``__call__``,
-        with the variables' placements worked out once."""
-        placement = self.placement
-        if placement is None:
-            return self(arrays)
-        put_to = placement.put_to
-        inputs = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
-                  for x, t in zip(arrays, self._in_targets)]
-        if self._var_targets:
-            inputs += [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
-                       for x, t in zip(frames.values_outside_frames(self.variables), self._var_targets)]
+            inputs = [*arrays, *values, *extra]
         outs = self.jitted(*inputs)
         if outs:
             dispatch.track_array(outs[0])
         if self.written:
-            if _is_tracer(outs[0]):  # called inside a user's jax.jit / jax.grad
+            if _is_tracer(outs[0]) and frames.outermost() is None:  # inside a user's jax.jit / jax.grad
                 raise self._escaping_writes()
             end = len(outs) - self._n_copies
-            frames.write_outside_frames(self.written, outs[end - len(self.written):end])
+            frames.write_back(self.written, outs[end - len(self.written):end])
         return self._results(outs)
 
     def _escaping_writes(self) -> TypeError:
@@ -187,19 +155,10 @@ class Program:
         """The output pytree from the program's dynamic results (``copies``: per-device copies
         of varying results, by result index)."""
         leaves: list[Any] = []
-        keys = self._keys
         i = 0
         for code, arg in self._plan:
             if code == _MIRRORED:
-                x = outs[i]
-                value = Mirrored.from_replicated(x, arg)
-                if type(x) is _ArrayImpl:
-                    # A result's shape and dtype are the program's: its fast key is made once.
-                    key = keys[i]
-                    if key is None:
-                        key = keys[i] = (Mirrored, x.shape, x.dtype, x.weak_type, arg)
-                    value.set_fast_key(key)
-                leaves.append(value)
+                leaves.append(Mirrored.from_replicated(outs[i], arg))
                 i += 1
             elif code == _PLAIN:
                 leaves.append(outs[i])

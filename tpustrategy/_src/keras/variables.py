@@ -258,15 +258,24 @@ def _program(state: KerasVariableState, kind: str) -> Any:
         fn = jax.jit(lambda raw: updates.aggregate_read(state, raw), out_shardings=NamedSharding(mesh, P()))
     else:
         def spread(value: Any) -> Any:
-            if agg is not VariableAggregation.SUM:
-                return jnp.broadcast_to(value, (n, *value.shape))
-            if jnp.issubdtype(value.dtype, jnp.inexact):
-                return jnp.broadcast_to((value / n).astype(value.dtype), (n, *value.shape))   # TF's share
-            return jnp.concatenate([value[None], jnp.zeros((n - 1, *value.shape), value.dtype)])
+            return spread_copies(value, n, agg, jnp)
 
         fn = jax.jit(spread, out_shardings=NamedSharding(mesh, P(REPLICA_AXIS)))
     _PROGRAMS[key] = fn
     return fn
+
+
+def spread_copies(value: Any, n: int, aggregation: VariableAggregation, xp: Any) -> Any:
+    """The ``n`` replicas' copies whose aggregate is ``value`` (``xp``: ``jnp`` in the ``"spread"``
+    program, ``np`` on the host): SUM gives an inexact value's share ``value / n`` to every replica
+    (TensorFlow's rule) and an integer value to the first, zeros elsewhere; other rules give
+    ``value`` to every replica. NumPy's share is the correctly rounded quotient; XLA's may differ
+    by one rounding (it may multiply by ``1 / n``)."""
+    if aggregation is not VariableAggregation.SUM:
+        return xp.broadcast_to(value, (n, *value.shape))
+    if jnp.issubdtype(value.dtype, jnp.inexact):
+        return xp.broadcast_to((value / n).astype(value.dtype), (n, *value.shape))
+    return xp.concatenate([value[None], xp.zeros((n - 1, *value.shape), value.dtype)])
 
 
 # A sync-on-read value this small (elements) is spread on the host (``_host_spread``).
@@ -274,24 +283,12 @@ HOST_SPREAD_ELEMENTS = 4096
 
 
 def _host_spread(state: KerasVariableState, value: Any) -> tuple[np.ndarray, np.ndarray] | None:
-    """The replicas' copies of ``value`` made on the host, with ``value`` itself, as the
-    ``"spread"`` program makes them (SUM: a float value's share ``value / n`` on every replica,
-    computed in float64 and rounded once, which is the correctly rounded quotient — XLA's may
-    differ by one rounding, as it may multiply by ``1 / n``; an integer
-    value on the first replica, zeros elsewhere; other rules: ``value`` on every replica); None
-    when the program must run (several processes, a large or complex value, a tracer)."""
+    """``spread_copies`` of ``value`` made on the host, with ``value`` itself; None when the
+    program must run (several processes, a large value, a tracer)."""
     if jax.process_count() > 1 or isinstance(value, jax.core.Tracer) or value.size > HOST_SPREAD_ELEMENTS:
         return None
     host = np.asarray(value)
-    if host.dtype.kind == "c":
-        return None
-    n = state._strategy.num_replicas_in_sync
-    if state._aggregation is not VariableAggregation.SUM:
-        copies = np.broadcast_to(host, (n, *host.shape))
-    elif host.dtype.kind == "f" or jnp.issubdtype(host.dtype, jnp.floating):
-        copies = np.broadcast_to((host.astype(np.float64) / n).astype(host.dtype), (n, *host.shape))
-    else:
-        copies = np.concatenate([host[None], np.zeros((n - 1, *host.shape), host.dtype)])
+    copies = spread_copies(host, state._strategy.num_replicas_in_sync, state._aggregation, np)
     return np.ascontiguousarray(copies), host
 
 

@@ -217,10 +217,6 @@ class DistributedValues:
             self._shapes = tuple(shapes)
         return stacked
 
-    def set_fast_key(self, key: tuple[Any, ...]) -> None:
-        """Records the value's fast-path key (a program knows its outputs' keys when it builds them)."""
-        self._fast = key
-
     def block_until_ready(self) -> DistributedValues:
         """Waits until every component has been computed; returns ``self``."""
         jax.block_until_ready(jax.tree_util.tree_leaves(self))
@@ -295,8 +291,8 @@ class PerReplica(DistributedValues):
         stacked: Any = self._stacked
         if type(stacked) is not ARRAY_IMPL:
             return None
-        if stacked.sharding != split and split is not None:
-            stacked = self.stacked_array(split)
+        if split is not None and stacked.sharding != split:
+            stacked = self.stacked_array(split)  # placed there once, and kept
         key = self._fast
         if key is None:
             key = self._fast = (PerReplica, stacked.shape, stacked.dtype, self._shapes)
@@ -319,9 +315,7 @@ class Mirrored(DistributedValues):
         """For the per-call fast path (``execution.entry.fast_key``): ``(key, replicated array)``,
         or None when the value holds no concrete replicated array. The key (type, shape, dtype,
         weak type, number of replicas) is kept with the value."""
-        value = self._replicated
-        if value is None:
-            value = self.replicated_array
+        value = self.replicated_array
         if type(value) is not ARRAY_IMPL:
             return None
         key = self._fast

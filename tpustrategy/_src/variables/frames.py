@@ -143,16 +143,22 @@ def global_value(var: VariableState) -> jax.Array:
     return var._value
 
 
-def values_outside_frames(variables: list[VariableState]) -> list[jax.Array]:
-    """The variables' concrete values (a program's call outside every trace: no frame is active)."""
-    return [v._value for v in variables]
+def global_values(variables: list[VariableState]) -> list[jax.Array]:
+    """``global_value`` of each variable (one check of the frame stack for all of them)."""
+    if not _stack.frames:
+        return [v._value for v in variables]
+    return [global_value(v) for v in variables]
 
 
-def write_outside_frames(variables: list[VariableState], values: Any) -> None:
-    """Writes a program's new values of ``variables`` (no frame is active); a variable created
-    by the trace has its first value now."""
+def write_back(variables: list[VariableState], values: Any) -> None:
+    """Writes a program's new values of ``variables`` (``set_global_value`` each); a variable
+    created by the trace has its first value now."""
+    outside = not _stack.frames
     for var, value in zip(variables, values):
-        var._value = value
+        if outside:
+            var._value = value
+        else:
+            set_global_value(var, value)
         var._pending_init = False
 
 
