@@ -178,7 +178,7 @@ class ReplicaRunner:
         """Remembers that ``fn`` must run eagerly, and says so once."""
         # A variable the failed compile created from a traced value never got its first
         # value (the program would have computed it): refuse rather than run on a placeholder.
-        uninitialised = [v for v in self._state(fn).created if getattr(v, "_pending_init", False)]
+        uninitialised = [v for v in self._state(fn).created if frames.awaits_first_value(v)]
         if uninitialised:
             raise ValueError(
                 f"strategy.run: {name_of(fn)!r} cannot be compiled into one program ({reason}), and while "

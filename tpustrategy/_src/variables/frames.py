@@ -150,6 +150,11 @@ def global_values(variables: list[VariableState]) -> list[jax.Array]:
     return [global_value(v) for v in variables]
 
 
+def awaits_first_value(var: Any) -> bool:
+    """Whether ``var`` was created in a trace from a traced value and its program has not run yet."""
+    return bool(getattr(var, "_pending_init", False))
+
+
 def write_back(variables: list[VariableState], values: Any) -> None:
     """Writes a program's new values of ``variables`` (``set_global_value`` each); a variable
     created by the trace has its first value now."""
