@@ -26,7 +26,7 @@ from tpustrategy._src import config
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
-from tpustrategy._src.execution.tracebacks import user_boundary
+from tpustrategy._src.execution.tracebacks import hide_library_frames
 from tpustrategy._src.variables import frames
 
 
@@ -56,11 +56,15 @@ class Function:
         """The wrapped Python function (``tf.function``'s attribute)."""
         return self._fn
 
-    @user_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if config.functions_run_eagerly() or _in_trace_or_replica() or self._compiled.uncompiled:
-            return self._fn(*args, **kwargs)
-        return self._compiled(args, kwargs)
+        __tracebackhide__ = True  # noqa: F841 - pytest's and IPython's marker
+        try:
+            if config.functions_run_eagerly() or _in_trace_or_replica() or self._compiled.uncompiled:
+                return self._fn(*args, **kwargs)
+            return self._compiled(args, kwargs)
+        except Exception as e:  # library frames left out (``execution.tracebacks``)
+            hide_library_frames(e)
+            raise
 
 
 def function(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

@@ -30,6 +30,7 @@ from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import entry, host_values, outputs, pulls, signature, trace
 from tpustrategy._src.execution.entry import name_of
 from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.tracebacks import user_stacklevel
 
 _CACHE_SIZE = 64
 
@@ -78,12 +79,11 @@ class CrossFunction:
         """One call (outside every trace, functions not forced eager, body compiled)."""
         key = None
         if self._one_process and not self._static_scalars:
+            hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
+            if hit is not None:
+                return hit[0](hit[1])
             quick = entry.fast_key(args, kwargs, self._split_sharding)
-            if quick is not None:
-                key, arrays = quick
-                program = self._fast.get(self, key)
-                if program is not None:
-                    return program(arrays)
+            key = quick[0] if quick is not None else None
         if self._static_scalars:
             args, kwargs = _scalars_as_python((args, kwargs))
         if jax.process_count() > 1:
@@ -119,7 +119,7 @@ class CrossFunction:
                 "pass a Python int (same effect, no warning), or use jax.lax.fori_loop to keep one "
                 "program for every value.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
             return self(args, kwargs)
         pulled, traced.pulled = traced.pulled, {}
@@ -155,7 +155,7 @@ class CrossFunction:
             "on every call (each strategy.run inside is still one compiled program).\nFix: use one "
             "strategy per tps.function, or one strategy over all the devices.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return self._fn(*args, **kwargs)
 

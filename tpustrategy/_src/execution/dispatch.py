@@ -52,8 +52,11 @@ def wait(arr: Any) -> None:
     An array donated to a later program (deleted) is not waited on here: ``track_array``
     waits on a later program's output instead.
     """
-    if arr.is_deleted():
-        return
+    if not arr.is_deleted():
+        _block(arr)
+
+
+def _block(arr: Any) -> None:
     try:
         arr.block_until_ready()
     except jax.errors.JaxRuntimeError as e:
@@ -85,23 +88,29 @@ def track_array(token: Any) -> None:
     """Records one dispatched program by one of its output arrays (tracers are ignored)."""
     if type(token) is not _ArrayImpl and (not isinstance(token, jax.Array) or isinstance(token, jax.core.Tracer)):
         return
-    limit = _limit if _limit is not None else _max_in_flight()
     # deque.append / popleft are atomic: threads may record programs concurrently.
     _pending.append(token)
-    if len(_pending) <= limit:
-        return
-    newest = None
+    if len(_pending) > (_limit if _limit is not None else _max_in_flight()):
+        settle()
+
+
+def settle() -> None:
+    """Over the limit: lets the oldest half of the recorded programs go, waiting on the newest
+    of them (``track_array`` calls it; ``Program.__call__`` records its programs inline)."""
+    limit = _limit if _limit is not None else _max_in_flight()
+    popleft = _pending.popleft
+    let_go = []
     for _ in range(max(1, limit // 2)):
         try:
-            oldest = _pending.popleft()
+            let_go.append(popleft())
         except IndexError:  # another thread took it
             break
-        if not oldest.is_deleted():
-            newest = oldest
-    if newest is None:
-        # Every output let go was donated to a later program, which ends after they did: wait
-        # on the oldest output still alive (kept in the queue: it still counts as in flight).
-        newest = _oldest_alive()
-        if newest is None:
+    for token in reversed(let_go):  # the newest one not donated (usually the newest)
+        if not token.is_deleted():
+            _block(token)
             return
-    wait(newest)
+    # Every output let go was donated to a later program, which ends after they did: wait
+    # on the oldest output still alive (kept in the queue: it still counts as in flight).
+    alive = _oldest_alive()
+    if alive is not None:
+        _block(alive)

@@ -43,7 +43,6 @@ def name_of(fn: Any) -> str:
 
 # The fast key ----------------------------------------------------------------------------------
 _SCALARS = (int, float, bool, str, type(None))
-_NO_KEY = None
 
 
 def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
@@ -54,17 +53,30 @@ def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
     type, shape, dtype and weak type; a stacked ``PerReplica`` its stacked shape, dtype and
     (ragged) true shapes; a ``Mirrored`` its replicated array's; a Python scalar its type
     and value; containers (tuples, lists, namedtuples, dicts) their type and length (dicts their
-    sorted keys).
+    sorted keys). The positional arguments contribute their number (``classify`` reads them
+    as a tuple, whether a tuple or a list was passed).
 
     Args:
       args: the positional arguments.
       kwargs: the keyword arguments.
       split: the replica-axis sharding stacked values are placed on (as ``classify``).
     """
-    key: list[Any] = []
+    key: list[Any] = [len(args)]
     arrays: list[Any] = []
-    if not _add(args, key, arrays, split):
-        return None
+    kinds = _KINDS
+    for x in args:  # the top level inline: most calls pass distributed values and arrays
+        kind = kinds.get(type(x))
+        if kind == _DISTRIBUTED:
+            found = x.fast_entry(split)
+            if found is None:
+                return None
+            key.append(found[0])
+            arrays.append(found[1])
+        elif kind == _ARRAY:
+            key.append((_ArrayImpl, x.shape, x.dtype, x.weak_type))
+            arrays.append(x)
+        elif not _add(x, key, arrays, split):
+            return None
     if kwargs and not _add(kwargs, key, arrays, split):
         return None
     return tuple(key), arrays
@@ -124,25 +136,73 @@ def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
     return True
 
 
+# Argument types whose object identity fixes the fast key and the dynamic inputs (immutable values):
+# a call passing the very objects of the last call skips the key (``FastCache.lookup``).
+_SAME_OBJECT_SAME_KEY = frozenset({_ArrayImpl, PerReplica, Mirrored, *_SCALARS})
+
+
 class FastCache:
-    """Programs by (function, fast key); the function object is kept to rule out reused ids."""
+    """Programs by owner (a replica function, a ``tps.function``) and fast key. Owners are
+    told apart by identity; the owner object is kept, so a reused id never finds another's.
+
+    The last hit is remembered with its arguments: a call with the same owner and the very
+    same argument objects (arrays, distributed values, Python scalars; no keyword arguments),
+    as a loop passing one batch or one step count again makes, reuses it without a key.
+    """
 
     def __init__(self, size: int):
         self._size = size
-        self._entries: dict[tuple[int, tuple[Any, ...]], tuple[Any, Any]] = {}
+        self._count = 0
+        self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
+        self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any]]] | None = None
 
-    def get(self, fn: Any, key: tuple[Any, ...]) -> Any:
-        found = self._entries.get((id(fn), key))
-        return found[1] if found is not None and found[0] is fn else None
+    def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
+               split: Any) -> tuple[Any, list[Any]] | None:
+        """``(program, dynamic inputs)`` of a call whose fast key has a program, else None."""
+        last = self._last
+        if last is not None and last[0] is owner and not kwargs and len(args) == len(last[1]):
+            for a, b in zip(args, last[1]):
+                if a is not b:
+                    break
+            else:
+                return last[2]
+        found = self._by_owner.get(id(owner))
+        if found is None or found[0] is not owner:
+            return None
+        quick = fast_key(args, kwargs, split)  # type: ignore[arg-type]
+        if quick is None:
+            return None
+        program = found[1].get(quick[0])
+        if program is None:
+            return None
+        hit = (program, quick[1])
+        if not kwargs and all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
+            self._last = (owner, tuple(args), hit)
+        return hit
 
-    def put(self, fn: Any, key: tuple[Any, ...], value: Any) -> None:
-        if len(self._entries) >= self._size:
-            self._entries.clear()
-        self._entries[(id(fn), key)] = (fn, value)
+    def get(self, owner: Any, key: tuple[Any, ...]) -> Any:
+        found = self._by_owner.get(id(owner))
+        return found[1].get(key) if found is not None and found[0] is owner else None
 
-    def forget(self, fn: Any) -> None:
-        for k in [k for k, (f, _) in self._entries.items() if f is fn]:
-            del self._entries[k]
+    def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
+        if self._count >= self._size:
+            self._by_owner.clear()
+            self._count = 0
+        self._last = None  # a key may get another program: the next hit is looked up again
+        found = self._by_owner.get(id(owner))
+        if found is None or found[0] is not owner:
+            found = self._by_owner[id(owner)] = (owner, {})
+        if key not in found[1]:
+            self._count += 1
+        found[1][key] = value
+
+    def forget(self, owner: Any) -> None:
+        found = self._by_owner.get(id(owner))
+        if found is not None and found[0] is owner:
+            del self._by_owner[id(owner)]
+            self._count -= len(found[1])
+        if self._last is not None and self._last[0] is owner:
+            self._last = None
 
 
 # Fallback decisions --------------------------------------------------------------------------

@@ -112,27 +112,62 @@ class Program:
         self._plan = _rebuild_plan(self.out_kinds, self.num_replicas)
         self._one_leaf = self.out_treedef.num_nodes == 1 and self.out_treedef.num_leaves == 1
         self._n_copies = len(self.local_copies or ())
+        # Per input: a sharding object already found equal to its target. Output arrays of one
+        # program share one sharding object, so a variable a program wrote is checked by identity.
+        self._seen: list[Any] = list(self._targets)
+        # The written variables' new values among the outputs: after the dynamic results.
+        self._w0 = sum(1 for code, _ in self._plan if code not in (_STATIC, _STATIC_PER_REPLICA))
+        self._w1 = self._w0 + len(self.written)
+        # A result that is one Mirrored value (a reduced loss): its number of replicas.
+        single = self._plan[0] if self._one_leaf and len(self._plan) == 1 else None
+        self._single_mirrored = single[1] if single is not None and single[0] == _MIRRORED \
+            and not self._n_copies else 0
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
-        values = frames.global_values(self.variables)
+        inputs = arrays + frames.global_values(self.variables) if self.variables else arrays
         if placement is not None:
-            put_to = placement.put_to
-            inputs = [x if type(x) is _ArrayImpl and x.sharding == t else put_to(x, t)
-                      for x, t in zip([*arrays, *values], self._targets)]
+            # An input already where the program takes it (the common case) is passed as is.
+            seen = self._seen
+            i = 0
+            for x in inputs:
+                if type(x) is not _ArrayImpl or x.sharding is not seen[i]:
+                    inputs = self._place(inputs, arrays, i)
+                i += 1
             if extra:
-                inputs += [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
-        else:
-            inputs = [*arrays, *values, *extra]
+                inputs = inputs + [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
+        elif extra:
+            inputs = [*inputs, *extra]
         outs = self.jitted(*inputs)
-        if outs:
-            dispatch.track_array(outs[0])
+        token = outs[0] if outs else None
+        concrete = type(token) is _ArrayImpl
+        if concrete:  # ``dispatch.track_array``, inline: once per call
+            pending = dispatch._pending
+            pending.append(token)
+            if len(pending) > (dispatch._limit or dispatch._max_in_flight()):
+                dispatch.settle()
+        elif token is not None:
+            dispatch.track_array(token)
         if self.written:
-            if _is_tracer(outs[0]) and frames.outermost() is None:  # inside a user's jax.jit / jax.grad
-                raise self._escaping_writes()
-            end = len(outs) - self._n_copies
-            frames.write_back(self.written, outs[end - len(self.written):end])
+            if not concrete and _is_tracer(token) and frames.outermost() is None:
+                raise self._escaping_writes()  # inside a user's jax.jit / jax.grad
+            frames.write_back(self.written, outs[self._w0:self._w1])
+        single = self._single_mirrored
+        if single:
+            return Mirrored.from_replicated(outs[0], single)
         return self._results(outs)
+
+    def _place(self, inputs: list[Any], arrays: list[Any], i: int) -> list[Any]:
+        """``inputs`` with input ``i`` placed on its target (a copy when ``inputs`` is the
+        caller's ``arrays``); a sharding found equal to the target is remembered."""
+        x, target = inputs[i], self._targets[i]
+        if type(x) is _ArrayImpl and x.sharding == target:
+            self._seen[i] = x.sharding
+            return inputs
+        if inputs is arrays:
+            inputs = list(arrays)
+        inputs[i] = self.placement.put_to(x, target)  # type: ignore[union-attr]
+        return inputs
 
     def _escaping_writes(self) -> TypeError:
         return TypeError(

@@ -2,7 +2,9 @@
 
 ``ReplicaRunner.call`` is the whole replica path; ``Strategy.run`` only validates its
 arguments. Per call: a call whose fast key (``entry.fast_key``: kinds, shapes, dtypes)
-has a program goes straight to it. Otherwise classify the inputs; look up the program
+has a program goes straight to it (``fast_call``, which ``Strategy.run`` tries before
+any check: a call it takes was checked when its program was built, and the context it
+needs is re-checked). Otherwise classify the inputs; look up the program
 for (function, signature); on a miss, trace the replica function
 (``trace.ReplicaView``) and build the uniform program — or, when the per-replica inputs
 differ in shape, trace it once per class of replica shapes and build the ragged
@@ -27,6 +29,7 @@ from tpustrategy._src.execution import eager, entry, host_values, ragged, signat
 from tpustrategy._src.execution.entry import NeedsEager, name_of
 from tpustrategy._src.execution.program import Placement, Program
 from tpustrategy._src.execution.protocol import ReplicaStrategy
+from tpustrategy._src.execution.tracebacks import user_stacklevel
 from tpustrategy._src.variables import frames
 
 _CACHE_SIZE = 128
@@ -36,7 +39,9 @@ RETRACE_WARNING_AFTER = 5
 # Errors of a trace that may become a fallback (``entry.replica_fallback``).
 _FALLBACK_ERRORS: tuple[type[BaseException], ...] = (NeedsEager, *entry.CONCRETIZATION_ERRORS)
 
-__all__ = ["NeedsEager", "ReplicaRunner", "name_of"]
+__all__ = ["MISS", "NeedsEager", "ReplicaRunner", "name_of"]
+
+MISS = object()  # ``fast_call``: no program for this call yet (take ``call``)
 
 
 class ReplicaRunner:
@@ -56,22 +61,37 @@ class ReplicaRunner:
         self._split: Any = None
 
     # Calling ----------------------------------------------------------------------------
+    def fast_call(self, fn: Any, args: tuple[Any, ...] | list[Any]) -> Any:
+        """The result of ``strategy.run(fn, args)`` when a program was built for a call like it
+        (same function, same fast key) and nothing asks for another path (a trace, the eager
+        switch, a replica context or another strategy's scope); else ``MISS``."""
+        if not self._one_process or frames.current() is not None or config.functions_run_eagerly():
+            return MISS
+        found = context.current_entry()
+        if found is not None and (found.replica_context is not None or found.strategy is not self._strategy):
+            return MISS
+        hit = self._fast.lookup(fn, args, None, self._split)
+        if hit is None:
+            return MISS
+        return hit[0](hit[1])
+
     def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica
         context already checked): the fast path, else classify, build, call or fall back."""
-        key = None
-        if self._one_process and frames.current() is None and not config.functions_run_eagerly():
-            quick = entry.fast_key(args, kwargs, self._split_sharding())
-            if quick is not None:
-                key, arrays = quick
-                program = self._fast.get(fn, key)
-                if program is not None:
-                    return program(arrays)
+        fast = self._one_process and frames.current() is None and not config.functions_run_eagerly()
+        if fast:
+            found = self._fast.lookup(fn, args, kwargs, self._split)
+            if found is not None:
+                return found[0](found[1])
         with self._entered():
             if not self._one_process and frames.current() is None:
                 host_values.agree_on_shapes((args, kwargs))
             if config.functions_run_eagerly() or self.needs_eager(fn):
                 return self.run_eagerly(fn, args, kwargs)
+            key = None
+            if fast:
+                quick = entry.fast_key(args, kwargs, self._split_sharding())
+                key = quick[0] if quick is not None else None
             try:
                 return self.run(fn, args, kwargs, key)
             except _FALLBACK_ERRORS as e:
@@ -167,7 +187,7 @@ class ReplicaRunner:
                 "object, so every call compiles again.\nFix: define the replica function once, outside the "
                 "loop, and pass what changes as arguments.",
                 UserWarning,
-                stacklevel=6,
+                stacklevel=user_stacklevel(),
             )
 
     # Eager fallback ------------------------------------------------------------------------
@@ -195,7 +215,7 @@ class ReplicaRunner:
             "control flow on replica values, keep collectives out of loops and conditionals, or call "
             "tps.config.run_functions_eagerly(True) to choose the eager path explicitly.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -1,7 +1,9 @@
 """Library frames left out of the tracebacks of errors raised through ``strategy.run`` and
 ``tps.function`` (as JAX's and Grain's traceback filters do).
 
-``user_boundary(fn)`` wraps an entry point: an exception raised below it keeps its type,
+``user_boundary(fn)`` wraps an entry point (an entry on the per-call path calls
+``hide_library_frames`` in its own ``except`` instead, saving the wrapper's call): an
+exception raised below it keeps its type,
 message and chained causes, but its traceback keeps only frames outside
 ``tpustrategy/_src`` (the user's code, and JAX's own boundary frames already filtered by
 JAX), so the user's line is the last one. ``JAX_TRACEBACK_FILTERING=off`` (JAX's switch)
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -38,6 +41,23 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
     return out
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller point at the first frame
+    outside ``tpustrategy/_src`` (the user's line), however deep the library's call chain is."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and _is_library(frame):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level
+
+
+def hide_library_frames(e: BaseException) -> None:
+    """Leaves the library's frames out of ``e``'s traceback (unless ``JAX_TRACEBACK_FILTERING=off``);
+    an entry point calls it in its ``except`` block, then re-raises."""
+    if os.environ.get("JAX_TRACEBACK_FILTERING", "auto") != "off":
+        e.with_traceback(filter_traceback(e.__traceback__))
+
+
 def user_boundary(fn: _F) -> _F:
     """``fn`` with library frames left out of the tracebacks of the errors it raises."""
 
@@ -47,9 +67,7 @@ def user_boundary(fn: _F) -> _F:
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            if os.environ.get("JAX_TRACEBACK_FILTERING", "auto") == "off":
-                raise
-            e.with_traceback(filter_traceback(e.__traceback__))
+            hide_library_frames(e)
             raise
 
     return boundary  # type: ignore[return-value]

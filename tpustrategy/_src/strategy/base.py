@@ -25,8 +25,8 @@ import numpy as np
 
 from tpustrategy._src.context import contracts, extensions, stack
 from tpustrategy._src.execution import dispatch, host_values
-from tpustrategy._src.execution.runner import ReplicaRunner
-from tpustrategy._src.execution.tracebacks import user_boundary
+from tpustrategy._src.execution.runner import MISS, ReplicaRunner
+from tpustrategy._src.execution.tracebacks import hide_library_frames
 from tpustrategy._src.reduce_op import canonical_reduce_op
 from tpustrategy._src.strategy.extended import StrategyExtended
 from tpustrategy._src.strategy.logical_devices import logical_device_scope
@@ -168,7 +168,6 @@ class Strategy:
         return logical_device_scope(self, logical_device_id)
 
     # run ------------------------------------------------------------------------
-    @user_boundary
     def run(self, fn: Callable[..., Any], args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
         """Runs ``fn`` on every replica, as one compiled program.
 
@@ -188,6 +187,20 @@ class Strategy:
           ValueError: if ``args`` is not a list or tuple.
           RuntimeError: inside a replica function, or inside another strategy's scope.
         """
+        __tracebackhide__ = True  # noqa: F841 - pytest's and IPython's marker
+        try:
+            if kwargs is None and options is None and (type(args) is tuple or type(args) is list):
+                # A call like one before it (same function, same kinds of arguments) goes straight
+                # to its program; everything else, and every check, is on the path below.
+                result = self._runner.fast_call(fn, args)
+                if result is not MISS:
+                    return result
+            return self._run(fn, args, kwargs, options)
+        except Exception as e:  # library frames left out (``execution.tracebacks``)
+            hide_library_frames(e)
+            raise
+
+    def _run(self, fn: Callable[..., Any], args: Any, kwargs: Any, options: Any) -> Any:
         if type(args) is not tuple and not isinstance(args, (tuple, list)):
             # TensorFlow's exact text (programs and tests match on it).
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")

@@ -60,7 +60,7 @@ class DistributedValues:
         self._num_replicas: int = len(values) if values is not None else 0
         self._home = None  # the replica-axis sharding of the strategy that made it
         self._local_copy = None
-        self._fast: tuple[Any, ...] | None = None  # the fast-path key, once known (``fast_entry``)
+        self._fast: tuple[Any, ...] | None = None  # the fast-path entry, once known (``fast_entry``)
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
@@ -287,16 +287,19 @@ class PerReplica(DistributedValues):
     def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
         """For the per-call fast path (``execution.entry.fast_key``): ``(key, stacked array)``
         with the array placed on ``split``, or None when the value is traced or not stacked yet.
-        The key (type, stacked shape and dtype, ragged true shapes) is kept with the value."""
+        The pair (key: type, stacked shape and dtype, ragged true shapes) is kept with the value,
+        for that ``split``."""
+        kept = self._fast
+        if kept is not None and kept[0] is split:
+            return kept[1]  # type: ignore[no-any-return]
         stacked: Any = self._stacked
         if type(stacked) is not ARRAY_IMPL:
             return None
         if split is not None and stacked.sharding != split:
             stacked = self.stacked_array(split)  # placed there once, and kept
-        key = self._fast
-        if key is None:
-            key = self._fast = (PerReplica, stacked.shape, stacked.dtype, self._shapes)
-        return key, stacked
+        pair = (PerReplica, stacked.shape, stacked.dtype, self._shapes), stacked
+        self._fast = (split, pair)
+        return pair
 
 
 class Mirrored(DistributedValues):
@@ -313,15 +316,17 @@ class Mirrored(DistributedValues):
 
     def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
         """For the per-call fast path (``execution.entry.fast_key``): ``(key, replicated array)``,
-        or None when the value holds no concrete replicated array. The key (type, shape, dtype,
-        weak type, number of replicas) is kept with the value."""
+        or None when the value holds no concrete replicated array. The pair (key: type, shape,
+        dtype, weak type, number of replicas) is kept with the value."""
+        kept = self._fast
+        if kept is not None:
+            return kept
         value = self.replicated_array
         if type(value) is not ARRAY_IMPL:
             return None
-        key = self._fast
-        if key is None:
-            key = self._fast = (Mirrored, value.shape, value.dtype, value.weak_type, self._num_replicas)
-        return key, value
+        pair = (Mirrored, value.shape, value.dtype, value.weak_type, self._num_replicas), value
+        self._fast = pair
+        return pair
 
     @property
     def replicated_array(self) -> Any:

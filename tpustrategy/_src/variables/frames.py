@@ -17,6 +17,7 @@ the next trace, so a retrace does not create them twice.
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import Any
 
@@ -111,9 +112,15 @@ class _Stack(threading.local):
 
 
 _stack = _Stack()
+# One entry per frame active on any thread: empty (the common case, checked first and cheaply)
+# means no thread is tracing, so the thread-local stack need not be read. list.append / pop are
+# atomic under the GIL.
+_active_anywhere: list[None] = []
 
 
 def current() -> Frame | None:
+    if not _active_anywhere:
+        return None
     return _stack.frames[-1] if _stack.frames else None
 
 
@@ -129,9 +136,11 @@ class active:
 
     def __enter__(self) -> Frame:
         _stack.frames.append(self._frame)
+        _active_anywhere.append(None)
         return self._frame
 
     def __exit__(self, *exc: object) -> None:
+        _active_anywhere.pop()
         _stack.frames.pop()
 
 
@@ -145,9 +154,12 @@ def global_value(var: VariableState) -> jax.Array:
 
 def global_values(variables: list[VariableState]) -> list[jax.Array]:
     """``global_value`` of each variable (one check of the frame stack for all of them)."""
-    if not _stack.frames:
-        return [v._value for v in variables]
+    if not _active_anywhere or not _stack.frames:
+        return list(map(_value_of, variables))
     return [global_value(v) for v in variables]
+
+
+_value_of = operator.attrgetter("_value")
 
 
 def awaits_first_value(var: Any) -> bool:
@@ -158,7 +170,7 @@ def awaits_first_value(var: Any) -> bool:
 def write_back(variables: list[VariableState], values: Any) -> None:
     """Writes a program's new values of ``variables`` (``set_global_value`` each); a variable
     created by the trace has its first value now."""
-    outside = not _stack.frames
+    outside = not _active_anywhere or not _stack.frames
     for var, value in zip(variables, values):
         if outside:
             var._value = value

@@ -1,0 +1,189 @@
+"""``strategy.run``'s direct call: what it skips must never change what a call does.
+
+A call whose function and argument kinds already have a program goes straight to it
+(``ReplicaRunner.fast_call``); a call passing the very same argument objects as the last one
+even skips the key (``FastCache.lookup``'s last hit). The cases below change exactly what
+those shortcuts do not look at — a list mutated in place, a variable assigned a value on
+another placement, the context the call is made from — and check the results against
+values worked out by hand. Counted and compared, not timed.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tpustrategy as tps
+from tpustrategy._src.context import stack
+from tpustrategy._src.execution import signature
+from tpustrategy._src.variables import frames
+
+N = 4
+
+
+@pytest.fixture
+def strategy():
+    return tps.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
+
+
+def _sum(x):
+    return tps.get_replica_context().all_reduce("SUM", x)
+
+
+def _components(value):
+    return [np.asarray(c) for c in value.values]
+
+
+def test_the_same_argument_objects_again_give_the_program_s_fresh_results(strategy):
+    total = None
+    with strategy.scope():
+        total = tps.Variable(jnp.zeros(3))
+
+    def step(x):
+        total.assign_add(_sum(x))
+        return total.read_value()
+
+    x = tps.PerReplica([jnp.full((3,), float(i)) for i in range(N)])
+    results = [strategy.run(step, (x,)) for _ in range(5)]
+    # Each call adds 0+1+2+3 = 6 and returns the running total: 6, 12, ... 30 on every replica.
+    for k, result in enumerate(results, start=1):
+        for component in _components(result):
+            np.testing.assert_allclose(component, np.full(3, 6.0 * k))
+    np.testing.assert_allclose(np.asarray(total.read_value()), np.full(3, 30.0))
+
+
+def test_a_list_argument_mutated_in_place_is_read_again(strategy, monkeypatch):
+    values = [jnp.ones(2), jnp.ones(2)]
+
+    def step(pair):
+        return pair[0] + 2 * pair[1]
+
+    args = (values,)
+    strategy.run(step, args)
+    first = strategy.run(step, args)  # a direct call now (its program is known)
+    values[1] = jnp.full(2, 10.0)   # same list object, new content
+    second = strategy.run(step, args)
+    np.testing.assert_allclose(_components(first)[0], [3.0, 3.0])
+    np.testing.assert_allclose(_components(second)[0], [21.0, 21.0])
+
+
+def test_another_array_of_the_same_shape_is_a_new_input_not_the_last_one(strategy):
+    def step(x):
+        return _sum(x)
+
+    # Committed to one device: each call must place them on every replica's device.
+    a = jax.device_put(jnp.arange(3.0), jax.devices()[0])
+    b = jax.device_put(jnp.arange(3.0) + 100, jax.devices()[1])
+    strategy.run(step, (a,))
+    ra = strategy.run(step, (a,))
+    rb = strategy.run(step, (b,))
+    ra2 = strategy.run(step, (a,))
+    # A broadcast array: each of the 4 replicas adds its own copy.
+    np.testing.assert_allclose(_components(ra)[0], 4 * np.arange(3.0))
+    np.testing.assert_allclose(_components(rb)[0], 4 * (np.arange(3.0) + 100))
+    np.testing.assert_allclose(_components(ra2)[0], 4 * np.arange(3.0))
+
+
+def test_a_variable_assigned_on_another_placement_between_calls_is_placed_again(strategy):
+    with strategy.scope():
+        w = tps.Variable(jnp.ones(3))
+
+    def step():
+        w.assign(w.read_value() * 2)
+        return w.read_value()
+
+    strategy.run(step)
+    strategy.run(step)                      # 4
+    w.assign(np.full(3, 5.0, np.float32))   # a host value, placed by assign
+    after = strategy.run(step)
+    for component in _components(after):
+        np.testing.assert_allclose(component, np.full(3, 10.0))
+    # A value committed to one device only: the program still gets it on every replica.
+    w.assign(jax.device_put(jnp.full(3, 7.0), jax.devices()[0]))
+    again = strategy.run(step)
+    for component in _components(again):
+        np.testing.assert_allclose(component, np.full(3, 14.0))
+
+
+def test_a_direct_call_inside_the_scope_matches_one_outside(strategy, monkeypatch):
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+    strategy.run(_sum, (x,))  # stacks x (a host-built value has no fast key before)
+    outside = strategy.run(_sum, (x,))
+    calls = []
+    original = signature.classify
+    monkeypatch.setattr(signature, "classify", lambda *a, **k: calls.append(1) or original(*a, **k))
+    with strategy.scope():
+        inside = strategy.run(_sum, (x,))
+    assert calls == []  # the scope of the same strategy keeps the direct call
+    assert _components(inside)[0].tolist() == _components(outside)[0].tolist() == [6.0, 6.0]
+
+
+def test_a_compiled_function_called_from_a_replica_function_still_raises_tensorflow_s_error(strategy):
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+    strategy.run(_sum, (x,))  # a program now exists for (_sum, this key)
+    seen = []
+
+    def replica_fn(v):
+        if float(v.sum()) >= 0:   # a Python branch on a replica value: the eager path, one thread each
+            seen.append(1)
+            strategy.run(_sum, (x,))
+        return v
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="cross-replica context"):
+            strategy.run(replica_fn, (x,))
+    assert seen  # the replica function ran eagerly, and its nested run was refused
+
+
+def test_another_strategy_s_scope_is_refused_even_with_a_program(strategy):
+    other = tps.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+    strategy.run(_sum, (x,))
+    with other.scope():
+        with pytest.raises(RuntimeError, match="Mixing different tf.distribute.Strategy"):
+            strategy.run(_sum, (x,))
+
+
+def test_no_entry_or_frame_is_left_counted_after_calls_and_errors(strategy):
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+
+    def failing(v):
+        raise KeyError("inside")
+
+    strategy.run(_sum, (x,))
+    with pytest.raises(KeyError):
+        strategy.run(failing, (x,))
+
+    @tps.function
+    def f(v):
+        return strategy.run(_sum, (v,))
+
+    f(x)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(strategy.run(_sum, (x,))))
+    thread.start()
+    thread.join(60)
+    assert done and _components(done[0])[0].tolist() == [6.0, 6.0]
+    assert stack._pushed_anywhere == [] and frames._active_anywhere == []
+    assert stack.current_entry() is None and frames.current() is None
+
+
+def test_warnings_point_at_the_user_s_line(strategy):
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+
+    def python_branch(v):
+        return v if float(v.sum()) > 0 else -v
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        strategy.run(python_branch, (x,))
+        for _ in range(6):
+            strategy.run(lambda v: v + 1, (x,))
+    files = {w.filename for w in caught if "strategy.run" in str(w.message)}
+    assert files == {__file__}, files
