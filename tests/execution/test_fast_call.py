@@ -187,3 +187,25 @@ def test_warnings_point_at_the_user_s_line(strategy):
             strategy.run(lambda v: v + 1, (x,))
     files = {w.filename for w in caught if "strategy.run" in str(w.message)}
     assert files == {__file__}, files
+
+
+@pytest.mark.parametrize("dtype, first", [
+    (np.float32, [-0.0, np.nan, np.inf, -np.inf, 1e-45]),  # signed zero, NaN, infinities, a subnormal
+    (np.int32, [np.iinfo(np.int32).max, np.iinfo(np.int32).min, 0, -1, 7]),
+    (np.bool_, [True, False, True, True, False]),
+])
+def test_an_only_first_replica_write_takes_replica_0_s_value_bit_for_bit(strategy, dtype, first):
+    """Replica 0's value reaches the variable unchanged in every bit (an all-reduce over a filler
+    would not: XLA flushes subnormals, and its sum starts from +0.0)."""
+    first = np.asarray(first, dtype)
+    with strategy.scope():
+        v = tps.Variable(np.zeros(5, dtype), aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA)
+    others = [np.asarray(np.arange(5) + 10 * r, dtype) for r in range(1, N)]
+    x = tps.PerReplica([jnp.asarray(first)] + [jnp.asarray(o) for o in others])
+
+    def step(value):
+        v.assign(value)
+
+    strategy.run(step, (x,))
+    got = np.asarray(v.read_value())
+    assert got.tobytes() == first.tobytes(), (got, first)

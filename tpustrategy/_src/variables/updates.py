@@ -107,23 +107,6 @@ def _read(var: VariableState) -> jax.Array:
     return var._value
 
 
-def one_replica_value(v: Any, replica: int) -> jax.Array:
-    """Inside a compiled replica function: replica ``replica``'s value of ``v``, on every replica.
-
-    A sum over the replicas of ``v`` on that replica and a neutral filler elsewhere — an
-    all-reduce, which XLA combines with the step's other all-reduces (the gradients'), where an
-    all-gather would be one more collective per step. Exact: the filler is 0 for integers and
-    -0.0 for floats (``x + -0.0 == x`` for every float, signed zeros and NaN included); booleans
-    are summed as integers.
-    """
-    v = jnp.asarray(v)
-    mine = jax.lax.axis_index(REPLICA_AXIS) == replica
-    if v.dtype == jnp.bool_:
-        return jax.lax.psum(jnp.where(mine, v, False).astype(jnp.int32), REPLICA_AXIS) > 0
-    filler = jnp.asarray(-0.0 if jnp.issubdtype(v.dtype, jnp.inexact) else 0, v.dtype)
-    return jax.lax.psum(jnp.where(mine, v, filler), REPLICA_AXIS)  # type: ignore[no-any-return]
-
-
 def _in_merge_fn() -> bool:
     """Cross-replica context inside a replica trace: a ``merge_fn`` of the compiled path."""
     entry = context.current_entry()
@@ -139,7 +122,7 @@ def _aggregate_traced(var: VariableState, local: jax.Array) -> jax.Array:
     elif agg is VariableAggregation.MEAN:
         out = jax.lax.psum(local, REPLICA_AXIS) / strategy_of(var).num_replicas_in_sync
     elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        out = one_replica_value(local, 0)
+        out = jax.lax.all_gather(local, REPLICA_AXIS)[0]
     else:
         out = aggregate_read(var, local)  # raises TensorFlow's error for NONE
     return out
@@ -226,7 +209,7 @@ def _compiled_replica_update(
         # (deltas add up, the last assign wins).
         warn_plain_variable(var, method, ctx.num_replicas_in_sync)
         if method == "assign":
-            return combine(var, method, current, one_replica_value(v, ctx.num_replicas_in_sync - 1))
+            return combine(var, method, current, jax.lax.all_gather(v, REPLICA_AXIS)[-1])
         return combine(var, method, current, jax.lax.psum(v, REPLICA_AXIS))
     return combine(var, method, current, _aggregate_compiled(var, v, ctx))
 
@@ -271,7 +254,7 @@ def _aggregate_compiled(var: VariableState, v: jax.Array, ctx: _CompiledReplica)
         v = v.astype(var.dtype)
         out = jax.lax.psum(v, REPLICA_AXIS) / jnp.asarray(n, v.dtype)
     elif agg is VariableAggregation.ONLY_FIRST_REPLICA:
-        out = one_replica_value(v, 0)
+        out = jax.lax.all_gather(v, REPLICA_AXIS)[0]
     return out
 
 
@@ -316,7 +299,7 @@ def initialise_in_frame(var: VariableState, frame: Frame, value: jax.Array) -> N
     value = jnp.asarray(value, var.dtype)
     if frame.level == "replica":
         if var._kind != SYNC_ON_READ and var._kind != PLAIN:
-            value = one_replica_value(value, 0)
+            value = jax.lax.all_gather(value, REPLICA_AXIS)[0]
     elif var._kind == SYNC_ON_READ:
         value = jnp.broadcast_to(value, var._global_shape())
     frame.initialise(var, value)
