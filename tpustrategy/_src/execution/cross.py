@@ -81,9 +81,9 @@ class CrossFunction:
         if self._one_process and not self._static_scalars:
             hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
             if hit is not None:
-                return hit[0](hit[1])
-            quick = entry.fast_key(args, kwargs, self._split_sharding)
-            key = quick[0] if quick is not None else None
+                if hit[0] is not None:
+                    return hit[0](hit[1])
+                key = hit[2]
         if self._static_scalars:
             args, kwargs = _scalars_as_python((args, kwargs))
         if jax.process_count() > 1:

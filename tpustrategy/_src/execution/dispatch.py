@@ -91,12 +91,12 @@ def track_array(token: Any) -> None:
     # deque.append / popleft are atomic: threads may record programs concurrently.
     _pending.append(token)
     if len(_pending) > (_limit if _limit is not None else _max_in_flight()):
-        settle()
+        _settle()
 
 
-def settle() -> None:
+def _settle() -> None:
     """Over the limit: lets the oldest half of the recorded programs go, waiting on the newest
-    of them (``track_array`` calls it; ``Program.__call__`` records its programs inline)."""
+    of them."""
     limit = _limit if _limit is not None else _max_in_flight()
     popleft = _pending.popleft
     let_go = []

@@ -63,19 +63,8 @@ def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
     """
     key: list[Any] = [len(args)]
     arrays: list[Any] = []
-    kinds = _KINDS
-    for x in args:  # the top level inline: most calls pass distributed values and arrays
-        kind = kinds.get(type(x))
-        if kind == _DISTRIBUTED:
-            found = x.fast_entry(split)
-            if found is None:
-                return None
-            key.append(found[0])
-            arrays.append(found[1])
-        elif kind == _ARRAY:
-            key.append((_ArrayImpl, x.shape, x.dtype, x.weak_type))
-            arrays.append(x)
-        elif not _add(x, key, arrays, split):
+    for x in args:
+        if not _add(x, key, arrays, split):
             return None
     if kwargs and not _add(kwargs, key, arrays, split):
         return None
@@ -154,11 +143,12 @@ class FastCache:
         self._size = size
         self._count = 0
         self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
-        self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any]]] | None = None
+        self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any], tuple[Any, ...]]] | None = None
 
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
-               split: Any) -> tuple[Any, list[Any]] | None:
-        """``(program, dynamic inputs)`` of a call whose fast key has a program, else None."""
+               split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:
+        """``(program, dynamic inputs, fast key)`` of a call with a fast key (``program`` None
+        when none was built for it yet: the caller builds one and ``put``s it), else None."""
         last = self._last
         if last is not None and last[0] is owner and not kwargs and len(args) == len(last[1]):
             for a, b in zip(args, last[1]):
@@ -166,23 +156,15 @@ class FastCache:
                     break
             else:
                 return last[2]
-        found = self._by_owner.get(id(owner))
-        if found is None or found[0] is not owner:
-            return None
         quick = fast_key(args, kwargs, split)  # type: ignore[arg-type]
         if quick is None:
             return None
-        program = found[1].get(quick[0])
-        if program is None:
-            return None
-        hit = (program, quick[1])
-        if not kwargs and all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
+        found = self._by_owner.get(id(owner))
+        program = found[1].get(quick[0]) if found is not None and found[0] is owner else None
+        hit = (program, quick[1], quick[0])
+        if program is not None and not kwargs and all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
             self._last = (owner, tuple(args), hit)
         return hit
-
-    def get(self, owner: Any, key: tuple[Any, ...]) -> Any:
-        found = self._by_owner.get(id(owner))
-        return found[1].get(key) if found is not None and found[0] is owner else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
         if self._count >= self._size:

@@ -140,16 +140,10 @@ class Program:
             inputs = [*inputs, *extra]
         outs = self.jitted(*inputs)
         token = outs[0] if outs else None
-        concrete = type(token) is _ArrayImpl
-        if concrete:  # ``dispatch.track_array``, inline: once per call
-            pending = dispatch._pending
-            pending.append(token)
-            if len(pending) > (dispatch._limit or dispatch._max_in_flight()):
-                dispatch.settle()
-        elif token is not None:
+        if token is not None:
             dispatch.track_array(token)
         if self.written:
-            if not concrete and _is_tracer(token) and frames.outermost() is None:
+            if type(token) is not _ArrayImpl and _is_tracer(token) and frames.outermost() is None:
                 raise self._escaping_writes()  # inside a user's jax.jit / jax.grad
             frames.write_back(self.written, outs[self._w0:self._w1])
         single = self._single_mirrored

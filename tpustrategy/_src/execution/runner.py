@@ -71,27 +71,25 @@ class ReplicaRunner:
         if found is not None and (found.replica_context is not None or found.strategy is not self._strategy):
             return MISS
         hit = self._fast.lookup(fn, args, None, self._split)
-        if hit is None:
+        if hit is None or hit[0] is None:
             return MISS
         return hit[0](hit[1])
 
     def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica
         context already checked): the fast path, else classify, build, call or fall back."""
-        fast = self._one_process and frames.current() is None and not config.functions_run_eagerly()
-        if fast:
-            found = self._fast.lookup(fn, args, kwargs, self._split)
-            if found is not None:
-                return found[0](found[1])
+        key = None
+        if self._one_process and frames.current() is None and not config.functions_run_eagerly():
+            hit = self._fast.lookup(fn, args, kwargs, self._split_sharding())
+            if hit is not None:
+                if hit[0] is not None:
+                    return hit[0](hit[1])
+                key = hit[2]
         with self._entered():
             if not self._one_process and frames.current() is None:
                 host_values.agree_on_shapes((args, kwargs))
             if config.functions_run_eagerly() or self.needs_eager(fn):
                 return self.run_eagerly(fn, args, kwargs)
-            key = None
-            if fast:
-                quick = entry.fast_key(args, kwargs, self._split_sharding())
-                key = quick[0] if quick is not None else None
             try:
                 return self.run(fn, args, kwargs, key)
             except _FALLBACK_ERRORS as e:
