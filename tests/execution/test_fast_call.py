@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
+from tpustrategy._src import activity
 from tpustrategy._src.context import stack
 from tpustrategy._src.execution import signature
 from tpustrategy._src.variables import frames
@@ -170,7 +171,7 @@ def test_no_entry_or_frame_is_left_counted_after_calls_and_errors(strategy):
     thread.start()
     thread.join(60)
     assert done and _components(done[0])[0].tolist() == [6.0, 6.0]
-    assert stack._pushed_anywhere == [] and frames._active_anywhere == []
+    assert activity.ANY == []
     assert stack.current_entry() is None and frames.current() is None
 
 
@@ -209,3 +210,37 @@ def test_an_only_first_replica_write_takes_replica_0_s_value_bit_for_bit(strateg
     strategy.run(step, (x,))
     got = np.asarray(v.read_value())
     assert got.tobytes() == first.tobytes(), (got, first)
+
+
+def test_the_eager_switch_is_honoured_after_programs_were_cached(strategy):
+    """``run_functions_eagerly(True)`` marks ``activity.ANY``: cached programs are not taken."""
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
+    traced_or_eager = []
+
+    def step(v):
+        traced_or_eager.append(isinstance(v, jax.core.Tracer))
+        return v * 2.0
+
+    @tps.function
+    def f(v):
+        traced_or_eager.append("function body")
+        return strategy.run(step, (v,))
+
+    strategy.run(step, (x,))
+    f(x)
+    traced_or_eager.clear()
+    strategy.run(step, (x,))
+    f(x)
+    assert traced_or_eager == []  # both cached: nothing of the Python ran
+    tps.config.run_functions_eagerly(True)
+    try:
+        assert activity.ANY
+        out = strategy.run(step, (x,))
+        assert traced_or_eager == [False] * N  # one eager call per replica, concrete values
+        traced_or_eager.clear()
+        f(x)
+        assert traced_or_eager[0] == "function body" and traced_or_eager[1:] == [False] * N
+    finally:
+        tps.config.run_functions_eagerly(False)
+    assert activity.ANY == []
+    assert [c.tolist() for c in _components(out)] == [[2.0 * i] * 2 for i in range(N)]

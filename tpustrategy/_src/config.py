@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import threading
 
+from tpustrategy._src import activity
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 
@@ -53,6 +55,8 @@ def _env_number(name: str, default: float | None, cast: type, minimum: float) ->
 
 _lock = threading.Lock()
 _run_eagerly: bool = _env_bool("TPS_RUN_EAGERLY", False)
+if _run_eagerly:
+    activity.enter()  # the fast paths of ``run`` / ``tps.function`` check ``activity.ANY`` first
 MAX_IN_FLIGHT: int | None = _env_number("TPS_MAX_IN_FLIGHT", None, int, 1)  # type: ignore[assignment]
 EAGER_TIMEOUT: float = _env_number("TPS_EAGER_TIMEOUT", 300.0, float, 0.001)  # type: ignore[assignment]
 MAX_UNROLLED_PULLS: int = _env_number("TPS_MAX_UNROLLED_PULLS", 256, int, 1)  # type: ignore[assignment]
@@ -78,6 +82,8 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
             f"run_functions_eagerly(run_eagerly=...) expects a bool. Received: {run_eagerly!r}."
         )
     with _lock:
+        if run_eagerly != _run_eagerly:
+            (activity.enter if run_eagerly else activity.leave)()
         _run_eagerly = run_eagerly
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpustrategy._src import config
+from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
@@ -59,7 +60,7 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # noqa: F841 - pytest's and IPython's marker
         try:
-            if config.functions_run_eagerly() or _in_trace_or_replica() or self._compiled.uncompiled:
+            if ANY and (config.functions_run_eagerly() or _in_trace_or_replica()) or self._compiled.uncompiled:
                 return self._fn(*args, **kwargs)
             return self._compiled(args, kwargs)
         except Exception as e:  # library frames left out (``execution.tracebacks``)

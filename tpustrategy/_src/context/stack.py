@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 
 CROSS_REPLICA_ERROR = (
@@ -40,13 +41,10 @@ class _State(threading.local):
 
 
 _state = _State()
-# One item per entry pushed on any thread: empty (the common case outside every scope, checked
-# first and cheaply) means no thread's stack holds an entry. list.append / pop are atomic.
-_pushed_anywhere: list[None] = []
 
 
 def current_entry() -> _Entry | None:
-    if not _pushed_anywhere:
+    if not ANY:  # nothing active on any thread (``activity``): no entry to read
         return None
     stack = _state.stack
     return stack[-1] if stack else None
@@ -62,10 +60,10 @@ class push:  # noqa: N801 - used like a function: ``with push(strategy, ctx):``
 
     def __enter__(self) -> None:
         _state.stack.append(self._entry)
-        _pushed_anywhere.append(None)
+        ANY.append(None)
 
     def __exit__(self, *exc: Any) -> None:
-        _pushed_anywhere.pop()
+        ANY.pop()
         _state.stack.pop()
 
 

@@ -65,15 +65,11 @@ class CrossFunction:
         self._static_scalars = False
         # Set when the function uses strategies over different devices: one XLA program spans
         # one device set, so the body then runs as Python (each strategy.run still compiled).
-        self._uncompiled = False
+        # A plain attribute, read on every call by ``Function.__call__``.
+        self.uncompiled = False
         # The replica-axis sharding of the strategy the last program ran on: host-built
         # PerReplica arguments are placed there once and keep that array (no copy per call).
         self._split_sharding: Any = None
-
-    @property
-    def uncompiled(self) -> bool:
-        """Whether the body now runs as Python (it uses strategies over different device sets)."""
-        return self._uncompiled
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """One call (outside every trace, functions not forced eager, body compiled)."""
@@ -148,7 +144,7 @@ class CrossFunction:
                 "Fix: use one strategy per tps.function (call one tps.function per strategy), or a "
                 "strategy over all the devices."
             )
-        self._uncompiled = True
+        self.uncompiled = True
         warnings.warn(
             f"tps.function({name_of(self._fn)}): the function uses strategies over different devices "
             f"({names}); one XLA program runs on one set of devices, so its body now runs as Python "

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 
 from tpustrategy._src import config
+from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import eager, entry, host_values, ragged, signature, trace, uniform
 from tpustrategy._src.execution.entry import NeedsEager, name_of
@@ -65,10 +66,13 @@ class ReplicaRunner:
         """The result of ``strategy.run(fn, args)`` when a program was built for a call like it
         (same function, same fast key) and nothing asks for another path (a trace, the eager
         switch, a replica context or another strategy's scope); else ``MISS``."""
-        if not self._one_process or frames.current() is not None or config.functions_run_eagerly():
-            return MISS
-        found = context.current_entry()
-        if found is not None and (found.replica_context is not None or found.strategy is not self._strategy):
+        if ANY:  # something is active somewhere (``activity``): the finer checks
+            if not self._one_process or frames.current() is not None or config.functions_run_eagerly():
+                return MISS
+            found = context.current_entry()
+            if found is not None and (found.replica_context is not None or found.strategy is not self._strategy):
+                return MISS
+        elif not self._one_process:
             return MISS
         hit = self._fast.lookup(fn, args, None, self._split)
         if hit is None or hit[0] is None:

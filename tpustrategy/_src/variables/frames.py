@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 from tpustrategy._src.types import Shape
 from tpustrategy._src.variables.state import VariableState
@@ -112,14 +113,10 @@ class _Stack(threading.local):
 
 
 _stack = _Stack()
-# One entry per frame active on any thread: empty (the common case, checked first and cheaply)
-# means no thread is tracing, so the thread-local stack need not be read. list.append / pop are
-# atomic under the GIL.
-_active_anywhere: list[None] = []
 
 
 def current() -> Frame | None:
-    if not _active_anywhere:
+    if not ANY:  # nothing active on any thread (``activity``): no frame to read
         return None
     return _stack.frames[-1] if _stack.frames else None
 
@@ -136,11 +133,11 @@ class active:
 
     def __enter__(self) -> Frame:
         _stack.frames.append(self._frame)
-        _active_anywhere.append(None)
+        ANY.append(None)
         return self._frame
 
     def __exit__(self, *exc: object) -> None:
-        _active_anywhere.pop()
+        ANY.pop()
         _stack.frames.pop()
 
 
@@ -154,7 +151,7 @@ def global_value(var: VariableState) -> jax.Array:
 
 def global_values(variables: list[VariableState]) -> list[jax.Array]:
     """``global_value`` of each variable (one check of the frame stack for all of them)."""
-    if not _active_anywhere or not _stack.frames:
+    if not ANY or not _stack.frames:
         return list(map(_value_of, variables))
     return [global_value(v) for v in variables]
 
@@ -170,7 +167,7 @@ def awaits_first_value(var: Any) -> bool:
 def write_back(variables: list[VariableState], values: Any) -> None:
     """Writes a program's new values of ``variables`` (``set_global_value`` each); a variable
     created by the trace has its first value now."""
-    outside = not _active_anywhere or not _stack.frames
+    outside = not ANY or not _stack.frames
     for var, value in zip(variables, values):
         if outside:
             var._value = value
