@@ -13,6 +13,7 @@ annotations are evaluated inline for the same reason.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -60,8 +61,27 @@ def bind(eqn: Any, values: list[Any], mesh: Any = None) -> list[Any]:
     return jaxpr_tools.bind(eqn, values, keep_context=mesh is None)
 
 
-def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None) -> list[Any]:
-    """``jax.core.eval_jaxpr``, re-applying core-sharding annotations on ``mesh``."""
-    if mesh is None:
+def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any, mesh: Any = None, local_gathers: Sequence[Any] = ()) -> list[Any]:
+    """``jax.core.eval_jaxpr``, re-applying core-sharding annotations on ``mesh``.
+
+    ``local_gathers``: top-level ``all_gather`` equations whose operand is equal on every
+    replica (``invariance.gathers_of_equal_values``); each becomes its operand stacked
+    ``axis_size`` times, built on the device without a collective.
+    """
+    if mesh is None and not local_gathers:
         return jax.core.eval_jaxpr(jaxpr, consts, *args)
-    return jaxpr_tools.interpret(jaxpr, list(consts), list(args), lambda eqn, values: bind(eqn, values, mesh))
+    local = {id(eqn) for eqn in local_gathers}
+
+    def emit(eqn: Any, values: list[Any]) -> list[Any]:
+        if id(eqn) in local:
+            return [stacked(values[0], eqn)]
+        return bind(eqn, values, mesh)
+
+    return jaxpr_tools.interpret(jaxpr, list(consts), list(args), emit)
+
+
+def stacked(x: Any, gather: Any) -> Any:
+    """What an untiled whole-axis ``all_gather`` of ``x`` gives when every replica holds ``x``."""
+    shape = gather.outvars[0].aval.shape
+    dim = gather.params["all_gather_dimension"]
+    return jax.lax.broadcast_in_dim(x, shape, [d for d in range(len(shape)) if d != dim])

@@ -47,6 +47,27 @@ def varying_outputs(jaxpr: Any, in_varying: list[bool]) -> list[bool]:
                                  constant=lambda value, aval: False)
 
 
+def gathers_of_equal_values(jaxpr: Any, in_varying: list[bool]) -> list[Any]:
+    """The top-level equations of ``jaxpr`` that all-gather, over the whole replica axis, a
+    value provably equal on every replica (``varying_outputs``' rule for their operand).
+
+    Their result is that value stacked once per replica, so the program can build it without
+    communicating (``evaluate.eval_jaxpr``'s ``local_gathers``): the same bits, one collective
+    less. The common case is a write of an ``ONLY_FIRST_REPLICA`` variable with a value every
+    replica computes alike — Keras's ``optimizer.iterations.assign_add(1)`` every step.
+    """
+    found: list[Any] = []
+
+    def emit(eqn: Any, ins: list[bool]) -> list[bool]:
+        if ins and not ins[0] and jaxpr_tools.is_whole_axis_gather(eqn):
+            found.append(eqn)
+        return eqn_outputs_varying(eqn, ins)
+
+    jaxpr_tools.interpret(jaxpr, [False] * len(jaxpr.constvars), list(in_varying), emit,
+                          constant=lambda value, aval: False)
+    return found
+
+
 def eqn_outputs_varying(eqn: Any, ins: list[bool]) -> list[bool]:
     """The rule for one equation: which of its outputs vary, given which inputs do."""
     n = len(eqn.outvars)

@@ -276,6 +276,15 @@ def result_invariant(eqn: Any) -> bool:
     return eqn.primitive.name in INVARIANT_RESULT and eqn.params.get("axis_index_groups") is None
 
 
+def is_whole_axis_gather(eqn: Any, axis: str = REPLICA_AXIS) -> bool:
+    """Whether the equation is an untiled ``all_gather`` over ``axis`` alone, every replica in one
+    group: its result stacks each replica's operand along ``all_gather_dimension``."""
+    if eqn.primitive.name != "all_gather" or eqn.params.get("axis_index_groups") is not None:
+        return False
+    names = eqn.params.get("axis_name")
+    return (names == (axis,) or names == axis) and not eqn.params.get("tiled", False)
+
+
 def is_pure(eqn: Any) -> bool:
     """Whether the equation is a pure function of its operands (varies only when they do)."""
     return eqn.primitive.name in pure_primitives()

@@ -116,8 +116,12 @@ def build(traced: Traced, inputs: Inputs, strategy: ReplicaStrategy, name: str) 
 
     core_mesh = strategy.mesh if mesh_axis.has_cores(strategy.mesh) else None
 
+    # Gathers of values equal on every replica need no communication (a first-replica write
+    # of a value every replica computes alike): built on each device instead.
+    gathers = invariance.gathers_of_equal_values(closed.jaxpr, in_split)
+
     def body(local: list[Any]) -> list[Any]:
-        return evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh)
+        return evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh, local_gathers=gathers)
 
     copies = local_copies(strategy, [v.aval for v in closed.jaxpr.outvars[:n_out]], results_varying)
     jitted = over_replicas(body, strategy, in_split, out_split, traced.written, copies)
