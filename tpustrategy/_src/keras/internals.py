@@ -27,6 +27,7 @@ SEAMS = (   # private names read or called (the replaced ones are patches.TABLE,
     ("keras.src.backend.common.global_state", None, "get_global_attribute"),
     ("keras.src.backend.jax.distribution_lib", None, "distribute_data_input"),
     ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
+    ("keras.src.backend.common.masking", None, "get_keras_mask"),
 )
 
 # BackupAndRestore's paths, set in its __init__ (instance attributes: checked on an instance).
@@ -92,6 +93,11 @@ def data_adapter() -> type:
 def stateless_scope() -> ModuleType:
     """``in_stateless_scope`` / ``get_stateless_scope`` (``keras.StatelessScope`` is the public class)."""
     return _module("backend.common.stateless_scope")
+
+
+def keras_mask(x: object) -> object:
+    """The mask Keras attached to a layer's output (None when there is none)."""
+    return _module("backend.common.masking").get_keras_mask(x)
 
 
 def global_attribute(name: str) -> object:

@@ -21,6 +21,7 @@ import jax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import tpustrategy._src.keras.replica_steps as replica_steps
 from tpustrategy._src.execution import dispatch
 
 
@@ -93,6 +94,31 @@ def _unrolled(step_fn: Any) -> Any:
     return many
 
 
+def _per_replica_step(model: Any, strategy: Any, step: Any, shardings: Any, n: int) -> Any:
+    """The train function running Keras's step per replica (``replica_steps``): N steps per
+    program; a batch that does not split evenly over the replicas, or a model found not to
+    be a mean over them while tracing, runs Keras's own program (for good, in the latter case)."""
+    replicas = strategy.num_replicas_in_sync
+    programs = {"one": replica_steps.program(model, strategy, step),
+                "many": replica_steps.program(model, strategy, _unrolled(step))}
+    keras_one = jax.jit(step, donate_argnums=0, out_shardings=shardings)
+    keras_many = jax.jit(_unrolled(step), donate_argnums=0, out_shardings=shardings)
+
+    def choose(kind: str, keras_program: Any) -> Any:
+        def call(state: Any, data: Any) -> Any:
+            per_replica = programs.get(kind)
+            if per_replica is None or not replica_steps.splits_evenly(data, replicas):
+                return keras_program(state, data)
+            try:
+                return per_replica(state, data)
+            except replica_steps.NotPerReplica:
+                programs.clear()   # not a mean over the replicas: Keras's programs from now on
+                return keras_program(state, data)
+        return call
+
+    return _iterator_step(choose("one", keras_one), choose("many", keras_many), n)
+
+
 def install_functions(model: Any, strategy: Any) -> None:
     """Gives ``model`` N-step train and test programs when ``steps_per_execution > 1``."""
     if getattr(model, "_tps_steps_installed", False):
@@ -107,11 +133,18 @@ def install_functions(model: Any, strategy: Any) -> None:
             if getattr(model, attr) is not None and not force:
                 return None
             n = int(model.steps_per_execution)
-            if n <= 1 or model.run_eagerly or not model.jit_compile:
+            if model.run_eagerly or not model.jit_compile:
                 getattr(type(model), f"make_{attr}")(model, force=force)
                 setattr(model, attr, _tracked(getattr(model, attr)))
                 return None
             shardings, step = (None, state_shardings()), getattr(model, f"{kind}_step")
+            if kind == "train" and replica_steps.eligible(model, strategy):
+                setattr(model, attr, _per_replica_step(model, strategy, step, shardings, n))
+                return None
+            if n <= 1:
+                getattr(type(model), f"make_{attr}")(model, force=force)
+                setattr(model, attr, _tracked(getattr(model, attr)))
+                return None
             one = jax.jit(step, donate_argnums=0, out_shardings=shardings)
             many = jax.jit(_unrolled(step), donate_argnums=0, out_shardings=shardings)
             setattr(model, attr, _iterator_step(one, many, n))
