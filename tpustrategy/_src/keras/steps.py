@@ -43,7 +43,7 @@ class Limited:
 
 def _signature(batch: Any) -> Any:
     leaves, treedef = jax.tree_util.tree_flatten(batch)
-    return treedef, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in leaves)
+    return treedef, tuple([(getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves])
 
 
 def _iterator_step(one: Any, many: Any, n: int) -> Any:
