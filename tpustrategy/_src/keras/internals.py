@@ -28,7 +28,13 @@ SEAMS = (   # private names read or called (the replaced ones are patches.TABLE,
     ("keras.src.backend.jax.distribution_lib", None, "distribute_data_input"),
     ("keras.src.distribution.distribution_lib", "Distribution", "scope"),
     ("keras.src.backend.common.masking", None, "get_keras_mask"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "_update_metrics_variables"),
+    ("keras.src.backend.jax.trainer", "JAXTrainer", "compute_loss_and_updates"),
 )
+
+# The trainer methods whose being Keras's own lets ``replica_steps`` run ``train_step`` per replica.
+TRAIN_STEP_METHODS = ("train_step", "compute_loss", "compute_loss_and_updates", "compute_metrics",
+                      "_update_metrics_variables", "stateless_compute_loss")
 
 # BackupAndRestore's paths, set in its __init__ (instance attributes: checked on an instance).
 BACKUP_PATHS = ("backup_dir", "_weights_path", "_training_metadata_path", "_prev_weights_path",
@@ -67,6 +73,16 @@ def base_optimizer() -> type:
 
 def jax_variable() -> type:
     return _module("backend.jax.core").JaxVariable
+
+
+def trainer_methods_are_keras_own(cls: type, names: tuple[str, ...] = TRAIN_STEP_METHODS) -> bool:
+    """Whether a model class uses Keras's own JAX-trainer methods ``names`` (none overridden)."""
+    trainer, base = jax_trainer().JAXTrainer, base_trainer()
+    for name in names:
+        mine = getattr(cls, name, None)
+        if mine is not getattr(trainer, name, None) and mine is not getattr(base, name, None):
+            return False
+    return True
 
 
 def jax_trainer() -> ModuleType:

@@ -44,10 +44,6 @@ from jax.sharding import PartitionSpec as P
 import tpustrategy._src.keras.internals as internals
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
-# Methods of Keras's trainers the per-replica step relies on being Keras's own.
-_KERAS_OWN = ("train_step", "compute_loss", "compute_loss_and_updates", "compute_metrics",
-              "_update_metrics_variables", "stateless_compute_loss")
-
 
 class NotPerReplica(Exception):
     """The step is not provably a mean over the replicas: Keras's own program runs instead."""
@@ -57,13 +53,8 @@ def eligible(model: Any, strategy: Any) -> bool:
     """Whether ``model``'s train step may run per replica (the static conditions above)."""
     if jax.process_count() != 1 or strategy.num_replicas_in_sync < 2:
         return False
-    trainer = internals.jax_trainer().JAXTrainer
-    base = internals.base_trainer()
-    cls = type(model)
-    for name in _KERAS_OWN:
-        mine = getattr(cls, name, None)
-        if mine is not getattr(trainer, name, None) and mine is not getattr(base, name, None):
-            return False
+    if not internals.trainer_methods_are_keras_own(type(model)):
+        return False
     if model.non_trainable_variables or getattr(model, "optimizer", None) is None:
         return False
     if not all(getattr(v, "aggregation", None) == "sum" for v in model.metrics_variables):
