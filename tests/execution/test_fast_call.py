@@ -244,3 +244,23 @@ def test_the_eager_switch_is_honoured_after_programs_were_cached(strategy):
         tps.config.run_functions_eagerly(False)
     assert activity.ANY == []
     assert [c.tolist() for c in _components(out)] == [[2.0 * i] * 2 for i in range(N)]
+
+
+def test_a_mirrored_result_carries_the_fast_key_its_next_call_would_compute(strategy):
+    """Functional state passed back: the program's Mirrored results keep their fast key."""
+    from tpustrategy._src.values.distributed import Mirrored
+
+    x = tps.PerReplica([jnp.full((3,), float(i)) for i in range(N)])
+
+    def step(w, v):
+        return w + tps.get_replica_context().all_reduce("SUM", v), v
+
+    w = jnp.zeros(3)
+    for expected in (6.0, 12.0, 18.0):
+        w, _ = strategy.run(step, (w, x))
+        assert isinstance(w, Mirrored)
+        assert w._fast is not None   # set by the program, not computed on the next call
+        kept = w.fast_entry(None)
+        assert kept[1] is w.replicated_array
+        assert kept[0] == Mirrored.fast_key_of(w.replicated_array, N)
+        assert [c.tolist() for c in _components(w)] == [[expected] * 3] * N

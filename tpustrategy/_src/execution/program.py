@@ -122,6 +122,10 @@ class Program:
         single = self._plan[0] if self._one_leaf and len(self._plan) == 1 else None
         self._single_mirrored = single[1] if single is not None and single[0] == _MIRRORED \
             and not self._n_copies else 0
+        # Per Mirrored result (by output index): its fast key, the same for every call, worked out
+        # from the first concrete output. Kept with each result while the devices compute, so a
+        # loop passing the results back (functional state) needs no key after its wait.
+        self._mirrored_keys: dict[int, tuple[Any, ...]] = {}
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -148,8 +152,16 @@ class Program:
             frames.write_back(self.written, outs[self._w0:self._w1])
         single = self._single_mirrored
         if single:
-            return Mirrored.from_replicated(outs[0], single)
+            return self._mirrored(outs[0], single, 0)
         return self._results(outs)
+
+    def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
+        if type(array) is not _ArrayImpl:
+            return Mirrored.from_replicated(array, num_replicas)
+        key = self._mirrored_keys.get(index)
+        if key is None:
+            key = self._mirrored_keys[index] = Mirrored.fast_key_of(array, num_replicas)
+        return Mirrored.from_replicated(array, num_replicas, key)
 
     def _place(self, inputs: list[Any], arrays: list[Any], i: int) -> list[Any]:
         """``inputs`` with input ``i`` placed on its target (a copy when ``inputs`` is the
@@ -187,7 +199,7 @@ class Program:
         i = 0
         for code, arg in self._plan:
             if code == _MIRRORED:
-                leaves.append(Mirrored.from_replicated(outs[i], arg))
+                leaves.append(self._mirrored(outs[i], arg, i))
                 i += 1
             elif code == _PLAIN:
                 leaves.append(outs[i])

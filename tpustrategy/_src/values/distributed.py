@@ -308,11 +308,22 @@ class Mirrored(DistributedValues):
     __slots__ = ()
 
     @classmethod
-    def from_replicated(cls, array: Any, num_replicas: int) -> Mirrored:
-        """From one array replicated on every replica's device (or a tracer of one)."""
+    def from_replicated(cls, array: Any, num_replicas: int, fast_key: tuple[Any, ...] | None = None) -> Mirrored:
+        """From one array replicated on every replica's device (or a tracer of one).
+
+        ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
+        the same for every call), kept so the next call that passes the value needs no key.
+        """
         obj: Mirrored = cls._blank(num_replicas)
         obj._replicated = array
+        if fast_key is not None:
+            obj._fast = (fast_key, array)
         return obj
+
+    @staticmethod
+    def fast_key_of(array: Any, num_replicas: int) -> tuple[Any, ...]:
+        """The fast-path key of a ``Mirrored`` holding the concrete replicated ``array``."""
+        return (Mirrored, array.shape, array.dtype, array.weak_type, num_replicas)
 
     def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
         """For the per-call fast path (``execution.entry.fast_key``): ``(key, replicated array)``,
@@ -324,7 +335,7 @@ class Mirrored(DistributedValues):
         value = self.replicated_array
         if type(value) is not ARRAY_IMPL:
             return None
-        pair = (Mirrored, value.shape, value.dtype, value.weak_type, self._num_replicas), value
+        pair = Mirrored.fast_key_of(value, self._num_replicas), value
         self._fast = pair
         return pair
 
