@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tpustrategy._src import activity
 from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 
@@ -60,10 +61,10 @@ class push:  # noqa: N801 - used like a function: ``with push(strategy, ctx):``
 
     def __enter__(self) -> None:
         _state.stack.append(self._entry)
-        ANY.append(None)
+        activity.enter()
 
     def __exit__(self, *exc: Any) -> None:
-        ANY.pop()
+        activity.leave()
         _state.stack.pop()
 
 

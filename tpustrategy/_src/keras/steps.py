@@ -94,15 +94,14 @@ def _unrolled(step_fn: Any) -> Any:
     return many
 
 
-def _per_replica_step(model: Any, strategy: Any, step: Any, shardings: Any, n: int) -> Any:
-    """The train function running Keras's step per replica (``replica_steps``): N steps per
-    program; a batch that does not split evenly over the replicas, or a model found not to
-    be a mean over them while tracing, runs Keras's own program (for good, in the latter case)."""
+def _per_replica(model: Any, strategy: Any, step: Any, keras_one: Any, keras_many: Any) -> tuple[Any, Any]:
+    """The one- and N-step programs running Keras's step per replica (``replica_steps``); a batch
+    that does not split evenly over the replicas, or a model found not to be a mean over them
+    while tracing, runs Keras's own program (``keras_one`` / ``keras_many``; for good, in the
+    latter case)."""
     replicas = strategy.num_replicas_in_sync
     programs = {"one": replica_steps.program(model, strategy, step),
                 "many": replica_steps.program(model, strategy, _unrolled(step))}
-    keras_one = jax.jit(step, donate_argnums=0, out_shardings=shardings)
-    keras_many = jax.jit(_unrolled(step), donate_argnums=0, out_shardings=shardings)
 
     def choose(kind: str, keras_program: Any) -> Any:
         def call(state: Any, data: Any) -> Any:
@@ -116,7 +115,7 @@ def _per_replica_step(model: Any, strategy: Any, step: Any, shardings: Any, n: i
                 return keras_program(state, data)
         return call
 
-    return _iterator_step(choose("one", keras_one), choose("many", keras_many), n)
+    return choose("one", keras_one), choose("many", keras_many)
 
 
 def install_functions(model: Any, strategy: Any) -> None:
@@ -133,20 +132,17 @@ def install_functions(model: Any, strategy: Any) -> None:
             if getattr(model, attr) is not None and not force:
                 return None
             n = int(model.steps_per_execution)
-            if model.run_eagerly or not model.jit_compile:
-                getattr(type(model), f"make_{attr}")(model, force=force)
+            compiled = not model.run_eagerly and model.jit_compile
+            per_replica = compiled and kind == "train" and replica_steps.eligible(model, strategy)
+            if not compiled or (n <= 1 and not per_replica):
+                getattr(type(model), f"make_{attr}")(model, force=force)   # Keras's own function
                 setattr(model, attr, _tracked(getattr(model, attr)))
                 return None
             shardings, step = (None, state_shardings()), getattr(model, f"{kind}_step")
-            if kind == "train" and replica_steps.eligible(model, strategy):
-                setattr(model, attr, _per_replica_step(model, strategy, step, shardings, n))
-                return None
-            if n <= 1:
-                getattr(type(model), f"make_{attr}")(model, force=force)
-                setattr(model, attr, _tracked(getattr(model, attr)))
-                return None
             one = jax.jit(step, donate_argnums=0, out_shardings=shardings)
             many = jax.jit(_unrolled(step), donate_argnums=0, out_shardings=shardings)
+            if per_replica:
+                one, many = _per_replica(model, strategy, step, one, many)
             setattr(model, attr, _iterator_step(one, many, n))
             return None
 

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src import activity
 from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 from tpustrategy._src.types import Shape
@@ -133,11 +134,11 @@ class active:
 
     def __enter__(self) -> Frame:
         _stack.frames.append(self._frame)
-        ANY.append(None)
+        activity.enter()
         return self._frame
 
     def __exit__(self, *exc: object) -> None:
-        ANY.pop()
+        activity.leave()
         _stack.frames.pop()
 
 
