@@ -63,15 +63,12 @@ def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
     """
     key: list[Any] = [len(args)]
     arrays: list[Any] = []
-    for x in args:
-        if not _add(x, key, arrays, split):
-            return None
-    if kwargs and not _add(kwargs, key, arrays, split):
+    if not _walk(args, key, arrays, split) or (kwargs and not _walk((kwargs,), key, arrays, split)):
         return None
     return tuple(key), arrays
 
 
-# How ``_add`` treats a value, by its exact type (worked out once per type).
+# How ``_walk`` treats a value, by its exact type (worked out once per type).
 _ARRAY, _DISTRIBUTED, _SEQUENCE, _SCALAR, _DICT, _NUMPY, _OTHER = range(7)
 _KINDS: dict[type, int] = {_ArrayImpl: _ARRAY, Mirrored: _DISTRIBUTED, PerReplica: _DISTRIBUTED,
                            tuple: _SEQUENCE, list: _SEQUENCE, dict: _DICT, np.ndarray: _NUMPY,
@@ -87,41 +84,42 @@ def _kind_of(t: type) -> int:
     return kind
 
 
-def _add(x: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
-    t = type(x)
-    kind = _KINDS.get(t)
-    if kind is None:
-        kind = _kind_of(t)
-    if kind == _SEQUENCE:
-        key.append((t, len(x)))
-        for item in x:
-            if not _add(item, key, arrays, split):
+def _walk(items: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
+    """Adds each of ``items`` to the key (and its arrays to ``arrays``); False: no fast key.
+    Leaves are handled in the loop; only containers recurse."""
+    for x in items:
+        t = type(x)
+        kind = _KINDS.get(t)
+        if kind is None:
+            kind = _kind_of(t)
+        if kind == _DISTRIBUTED:
+            found = x.fast_entry(split)
+            if found is None:
                 return False
-    elif kind == _DISTRIBUTED:
-        found = x.fast_entry(split)
-        if found is None:
-            return False
-        key.append(found[0])
-        arrays.append(found[1])
-    elif kind == _ARRAY:
-        key.append((t, x.shape, x.dtype, x.weak_type))
-        arrays.append(x)
-    elif kind == _SCALAR:
-        key.append((t, x))
-    elif kind == _DICT:
-        try:
-            names = sorted(x)
-        except TypeError:
-            return False
-        key.append((t, tuple(names)))
-        for name in names:
-            if not _add(x[name], key, arrays, split):
+            key.append(found[0])
+            arrays.append(found[1])
+        elif kind == _SEQUENCE:
+            key.append((t, len(x)))
+            if x and not _walk(x, key, arrays, split):
                 return False
-    elif kind == _NUMPY and x.dtype.kind in "biufc":
-        key.append((t, x.shape, x.dtype))
-        arrays.append(x)
-    else:
-        return False
+        elif kind == _ARRAY:
+            key.append((t, x.shape, x.dtype, x.weak_type))
+            arrays.append(x)
+        elif kind == _SCALAR:
+            key.append((t, x))
+        elif kind == _DICT:
+            try:
+                names = sorted(x)
+            except TypeError:
+                return False
+            key.append((t, tuple(names)))
+            if not _walk([x[name] for name in names], key, arrays, split):
+                return False
+        elif kind == _NUMPY and x.dtype.kind in "biufc":
+            key.append((t, x.shape, x.dtype))
+            arrays.append(x)
+        else:
+            return False
     return True
 
 

@@ -109,23 +109,25 @@ class Program:
         self._targets = ([placement.split if s else placement.replicated for s in self.in_split]
                          + [placement.variable_sharding(v) for v in self.variables]
                          if placement is not None else [])
-        self._plan = _rebuild_plan(self.out_kinds, self.num_replicas)
+        n_copies = len(self.local_copies or ())
         self._one_leaf = self.out_treedef.num_nodes == 1 and self.out_treedef.num_leaves == 1
-        self._n_copies = len(self.local_copies or ())
         # Per input: a sharding object already found equal to its target. Output arrays of one
         # program share one sharding object, so a variable a program wrote is checked by identity.
         self._seen: list[Any] = list(self._targets)
-        # The written variables' new values among the outputs: after the dynamic results.
-        self._w0 = sum(1 for code, _ in self._plan if code not in (_STATIC, _STATIC_PER_REPLICA))
+        plan = _rebuild_plan(self.out_kinds, self.num_replicas)
+        # The written variables' new values among the outputs: after the dynamic results; the
+        # per-device copies of ``local_copies`` come last.
+        self._w0 = sum(1 for code, _ in plan if code not in (_STATIC, _STATIC_PER_REPLICA))
         self._w1 = self._w0 + len(self.written)
+        self._plan = _place_plan(plan, self._w1, self.local_copies or [])
         # A result that is one Mirrored value (a reduced loss): its number of replicas.
-        single = self._plan[0] if self._one_leaf and len(self._plan) == 1 else None
+        single = plan[0] if self._one_leaf and len(plan) == 1 else None
         self._single_mirrored = single[1] if single is not None and single[0] == _MIRRORED \
-            and not self._n_copies else 0
+            and not n_copies else 0
         # Per Mirrored result (by output index): its fast key, the same for every call, worked out
         # from the first concrete output. Kept with each result while the devices compute, so a
         # loop passing the results back (functional state) needs no key after its wait.
-        self._mirrored_keys: dict[int, tuple[Any, ...]] = {}
+        self._mirrored_keys: list[tuple[Any, ...] | None] = [None] * max(self._w0, 1)
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -158,7 +160,7 @@ class Program:
     def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
         if type(array) is not _ArrayImpl:
             return Mirrored.from_replicated(array, num_replicas)
-        key = self._mirrored_keys.get(index)
+        key = self._mirrored_keys[index]
         if key is None:
             key = self._mirrored_keys[index] = Mirrored.fast_key_of(array, num_replicas)
         return Mirrored.from_replicated(array, num_replicas, key)
@@ -184,40 +186,33 @@ class Program:
         )
 
     def _results(self, outs: Any) -> Any:
-        """The user's results from the program's outputs: the results, then the written variables'
-        new values, then the per-device copies of ``local_copies``."""
-        k = self._n_copies
-        if not k:
-            return self.rebuild(outs[:len(outs) - len(self.written)] if self.written else outs)
-        copies = dict(zip(self.local_copies, outs[len(outs) - k:]))  # type: ignore[arg-type]
-        return self.rebuild(outs[:len(outs) - k - len(self.written)], copies)
-
-    def rebuild(self, outs: Any, copies: dict[int, Any] | None = None) -> Any:
-        """The output pytree from the program's dynamic results (``copies``: per-device copies
-        of varying results, by result index)."""
+        """The user's output pytree from the program's outputs (the results, then the written
+        variables' new values, then the per-device copies of ``local_copies``)."""
         leaves: list[Any] = []
-        i = 0
-        for code, arg in self._plan:
+        append = leaves.append
+        keys = self._mirrored_keys
+        for code, arg, i, copy in self._plan:
             if code == _MIRRORED:
-                leaves.append(self._mirrored(outs[i], arg, i))
-                i += 1
+                x = outs[i]
+                if type(x) is _ArrayImpl:
+                    key = keys[i]
+                    if key is None:
+                        key = keys[i] = Mirrored.fast_key_of(x, arg)
+                    append(Mirrored.from_replicated(x, arg, key))
+                else:
+                    append(Mirrored.from_replicated(x, arg))
             elif code == _PLAIN:
-                leaves.append(outs[i])
-                i += 1
+                append(outs[i])
             elif code == _VARYING:
-                value = PerReplica.from_stacked(outs[i], arg)
-                if copies and i in copies and not _is_tracer(copies[i]):
-                    value.set_local_copy(copies[i])
-                leaves.append(value)
-                i += 1
+                local = outs[copy] if copy >= 0 else None
+                append(PerReplica.from_output(outs[i], arg, local if type(local) is _ArrayImpl else None))
             elif code == _PER_REPLICA:
                 cls, shapes = arg
-                leaves.append(cls.from_stacked(outs[i], shapes))
-                i += 1
+                append(cls.from_stacked(outs[i], shapes))
             elif code == _STATIC:
-                leaves.append(arg)
+                append(arg)
             else:  # _STATIC_PER_REPLICA
-                leaves.append(PerReplica(list(arg)))
+                append(PerReplica(list(arg)))
         if self._one_leaf:
             return leaves[0]
         return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
@@ -240,12 +235,33 @@ def _rebuild_plan(out_kinds: list[OutKind], n: int) -> tuple[tuple[int, Any], ..
         elif kind is Kind.MIRRORED:
             plan.append((_MIRRORED, out.num_replicas))
         elif kind is Kind.VARYING:
-            plan.append((_PLAIN, None) if n == 1 else (_VARYING, out.shapes))
+            if n == 1:
+                plan.append((_PLAIN, None))
+            elif out.shapes is not None or n < 1:  # ragged (each replica's true shape), or R unknown
+                plan.append((_PER_REPLICA, (PerReplica, out.shapes)))
+            else:
+                plan.append((_VARYING, n))
         elif kind is Kind.INVARIANT:
             plan.append((_PLAIN, None) if n == 1 else (_MIRRORED, n))
         else:  # Kind.ARRAY
             plan.append((_PLAIN, None))
     return tuple(plan)
+
+
+def _place_plan(plan: tuple[tuple[int, Any], ...], copies_at: int,
+                local_copies: list[int]) -> tuple[tuple[int, Any, int, int], ...]:
+    """Each step of ``plan`` with the index among the program's outputs of its dynamic result
+    and of that result's per-device copy (-1: none); the copies start at ``copies_at``."""
+    copy_of = {j: copies_at + k for k, j in enumerate(local_copies)}
+    placed = []
+    i = 0
+    for code, arg in plan:
+        if code in (_STATIC, _STATIC_PER_REPLICA):
+            placed.append((code, arg, -1, -1))
+        else:
+            placed.append((code, arg, i, copy_of.get(i, -1)))
+            i += 1
+    return tuple(placed)
 
 
 def split_flags(specs: list[Any]) -> list[bool]:

@@ -94,6 +94,24 @@ class DistributedValues:
         return obj
 
     @classmethod
+    def from_output(cls, stacked: Any, num_replicas: int, local_copy: Any = None) -> Any:
+        """A program's ``[R, ...]`` result (not ragged) with ``R == num_replicas``, and its
+        per-device copy when the program made one (each device's buffer is its own replica's
+        component, so ``values`` are its shards: no dispatch). Every program's stacked
+        result is made here: the slots are set inline (``_blank``)."""
+        obj = cls.__new__(cls)
+        obj._values = None
+        obj._stacked = stacked
+        obj._shapes = None
+        obj._tracer = None
+        obj._replicated = None
+        obj._num_replicas = num_replicas
+        obj._home = None
+        obj._local_copy = local_copy
+        obj._fast = None
+        return obj
+
+    @classmethod
     def from_replica_tracer(cls, tracer: Any, num_replicas: int) -> Any:
         """From the one per-replica tracer of a compiled replica function."""
         obj = cls._blank(num_replicas)
@@ -145,11 +163,6 @@ class DistributedValues:
         self._num_replicas = len(shapes)
         self._shapes = shapes
         self._fast = None
-
-    def set_local_copy(self, per_device: Any) -> None:
-        """A program's per-device copy of a stacked value: each device's buffer is its own
-        replica's component, so ``values`` are its shards (no dispatch)."""
-        self._local_copy = per_device
 
     def set_home(self, split_sharding: Any) -> None:
         """Records the replica-axis sharding of the strategy that built the value (host-built values)."""
@@ -226,15 +239,17 @@ class DistributedValues:
     @property
     def values(self) -> tuple[Any, ...]:
         """The local replicas' components, in replica order."""
-        if self._values is None:
-            if self._tracer is not None:
-                gathered = jax.lax.all_gather(self._tracer, REPLICA_AXIS)
-                self._values = tuple(gathered[i] for i in range(self._num_replicas))
-            elif self._local_copy is not None:
-                self._values = views.replicated_components(self._local_copy, self._num_replicas)
-            else:
-                self._values = views.stacked_components(self._stacked, self._shapes)
-        return self._values
+        found = self._values
+        if found is not None:
+            return found
+        if self._local_copy is not None:  # a program's small result (a loss): its per-device copy
+            found = self._values = views.per_device_components(self._local_copy)
+        elif self._tracer is not None:
+            gathered = jax.lax.all_gather(self._tracer, REPLICA_AXIS)
+            found = self._values = tuple(gathered[i] for i in range(self._num_replicas))
+        else:
+            found = self._values = views.stacked_components(self._stacked, self._shapes)
+        return found
 
     def __len__(self) -> int:
         return len(self.values)
@@ -314,10 +329,17 @@ class Mirrored(DistributedValues):
         ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
         the same for every call), kept so the next call that passes the value needs no key.
         """
-        obj: Mirrored = cls._blank(num_replicas)
+        # Every program's replicated result is made here: the slots are set inline (``_blank``).
+        obj: Mirrored = cls.__new__(cls)
+        obj._values = None
+        obj._stacked = None
+        obj._shapes = None
+        obj._tracer = None
         obj._replicated = array
-        if fast_key is not None:
-            obj._fast = (fast_key, array)
+        obj._num_replicas = num_replicas
+        obj._home = None
+        obj._local_copy = None
+        obj._fast = (fast_key, array) if fast_key is not None else None
         return obj
 
     @staticmethod

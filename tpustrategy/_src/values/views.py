@@ -20,13 +20,13 @@ component must cost (almost) nothing to make:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Any, cast
 
 import jax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpustrategy._src.jax_shims.array_protocol import single_device_arrays
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis, movement
 
@@ -55,17 +55,26 @@ def _strip_replica(spec: P) -> P:
 _orders: dict[Any, tuple[int, ...]] = {}
 
 
-def _replica_order(sharding: NamedSharding, shards: Sequence[Any]) -> tuple[int, ...]:
-    """The positions in ``shards`` (an array's addressable shards, in the order its sharding
-    lists their devices) of the replicas' devices in replica order; worked out once per sharding."""
+def _in_replica_order(arr: Any, sharding: NamedSharding) -> tuple[Any, ...]:
+    """The single-device arrays of ``arr`` (one per local device of its ``sharding``) in the
+    replicas' order; the order is worked out once per sharding."""
+    buffers = single_device_arrays(arr)
     order = _orders.get(sharding)
-    if order is None or len(order) != len(shards):
+    if order is None or len(order) != len(buffers):
         mesh = sharding.mesh
+        shards = arr.addressable_shards
         order = tuple(sorted(range(len(shards)), key=lambda i: mesh_axis.device_index(mesh, shards[i].device)))
         if len(_orders) > 256:
             _orders.clear()
         _orders[sharding] = order
-    return order
+    return tuple([buffers[i] for i in order])
+
+
+def per_device_components(copy: jax.Array) -> tuple[Any, ...]:
+    """The components of a program's per-device copy of a stacked value (``PerReplica.from_output``):
+    its buffers in replica order (one process, one device per replica: each device's buffer
+    is its own replica's component)."""
+    return _in_replica_order(copy, cast(NamedSharding, copy.sharding))
 
 
 def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
@@ -75,8 +84,7 @@ def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
         return (arr,) * count
     mesh = cast(Mesh, sharding.mesh)  # a concrete array's sharding has a concrete mesh
     if not mesh_axis.has_cores(mesh):
-        shards = arr.addressable_shards
-        return tuple(shards[i].data for i in _replica_order(sharding, shards))
+        return _in_replica_order(arr, sharding)
     by_replica: dict[int, dict[Any, Any]] = {}
     for s in arr.addressable_shards:
         r, _ = mesh_axis.device_position(mesh, s.device)
@@ -108,8 +116,8 @@ def stacked_components(stacked: Any, shapes: tuple[Shape, ...] | None) -> tuple[
               and mesh.devices.size == stacked.shape[0])
     if simple:
         out = movement.relayout(mesh, stacked.ndim)(stacked)
-        shards = sorted(out.addressable_shards, key=lambda s: mesh_axis.device_index(mesh, s.device))
-        return tuple(_trim(s.data, true_shape(i)) for i, s in enumerate(shards))
+        parts = _in_replica_order(out, out.sharding)
+        return parts if shapes is None else tuple(_trim(x, true_shape(i)) for i, x in enumerate(parts))
     # Each process reshapes its own shards; a replica split over cores is assembled over them.
     by_replica: dict[int, dict[Any, Any]] = {}
     for s in stacked.addressable_shards:
