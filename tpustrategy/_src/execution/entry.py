@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.execution import guards
 from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
@@ -134,7 +135,10 @@ class FastCache:
 
     The last hit is remembered with its arguments: a call with the same owner and the very
     same argument objects (arrays, distributed values, Python scalars; no keyword arguments),
-    as a loop passing one batch or one step count again makes, reuses it without a key.
+    as a loop passing one batch or one step count again makes, reuses it without a key. A
+    call without keyword arguments is then checked against the last hit's compiled guard
+    (``guards.compile_guard``: the key's structure read straight off the arguments, as a loop
+    passing its state back makes), and only when that fails is its key built and looked up.
     """
 
     def __init__(self, size: int):
@@ -142,6 +146,9 @@ class FastCache:
         self._count = 0
         self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
         self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any], tuple[Any, ...]]] | None = None
+        # The last hit without keyword arguments: (owner, its key's guard, program, key).
+        self._guarded: tuple[Any, Any, Any, tuple[Any, ...]] | None = None
+        self._guards: dict[tuple[Any, ...], Any] = {}  # per key: its guard (None: the key has none)
 
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
                split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:
@@ -154,21 +161,38 @@ class FastCache:
                     break
             else:
                 return last[2]
+        guarded = self._guarded
+        if guarded is not None and guarded[0] is owner and not kwargs:
+            arrays = guarded[1](args, split)
+            if arrays is not None:
+                return guarded[2], arrays, guarded[3]
         quick = fast_key(args, kwargs, split)  # type: ignore[arg-type]
         if quick is None:
             return None
         found = self._by_owner.get(id(owner))
         program = found[1].get(quick[0]) if found is not None and found[0] is owner else None
         hit = (program, quick[1], quick[0])
-        if program is not None and not kwargs and all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
-            self._last = (owner, tuple(args), hit)
+        if program is not None and not kwargs:
+            if all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
+                self._last = (owner, tuple(args), hit)
+            self._guard(owner, quick[0], program)
         return hit
+
+    def _guard(self, owner: Any, key: tuple[Any, ...], program: Any) -> None:
+        """Remembers the hit's guard (compiled once per key) for the owner's next call."""
+        if key in self._guards:
+            guard = self._guards[key]
+        else:
+            if len(self._guards) >= self._size:
+                self._guards.clear()
+            guard = self._guards[key] = guards.compile_guard(key)
+        self._guarded = (owner, guard, program, key) if guard is not None else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
         if self._count >= self._size:
             self._by_owner.clear()
             self._count = 0
-        self._last = None  # a key may get another program: the next hit is looked up again
+        self._last = self._guarded = None  # a key may get another program: look the next hit up
         found = self._by_owner.get(id(owner))
         if found is None or found[0] is not owner:
             found = self._by_owner[id(owner)] = (owner, {})
@@ -183,6 +207,8 @@ class FastCache:
             self._count -= len(found[1])
         if self._last is not None and self._last[0] is owner:
             self._last = None
+        if self._guarded is not None and self._guarded[0] is owner:
+            self._guarded = None
 
 
 # Fallback decisions --------------------------------------------------------------------------

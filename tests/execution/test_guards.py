@@ -1,0 +1,109 @@
+"""A fast key's compiled guard passes exactly the calls whose fast key is that key.
+
+``guards.compile_guard(key)`` must agree with ``entry.fast_key`` both ways: for every pair of
+argument structures below, the guard of one passes the other exactly when their fast keys are
+equal, and then returns the very dynamic inputs ``fast_key`` collects, in its order.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tpustrategy as tps
+from tpustrategy._src.execution import entry, guards
+from tpustrategy._src.execution.program import Placement
+
+Pair = collections.namedtuple("Pair", "a b")
+Other = collections.namedtuple("Other", "a b")
+
+
+@pytest.fixture(scope="module")
+def strategy():
+    return tps.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
+
+
+def _calls(strategy):
+    """Argument tuples differing from the first (and from each other) in one thing each."""
+    f32 = jnp.zeros((2, 3), jnp.float32)
+    # Program results: stacked per-replica values and replicated ones (host-built values have no
+    # fast key until a call stacks them).
+    pr = strategy.run(lambda: jnp.full((2,), 1.0) * tps.get_replica_context().replica_id_in_sync_group)
+    pr_other_shape = strategy.run(lambda: jnp.full((3,), 1.0) * tps.get_replica_context().replica_id_in_sync_group)
+    mirrored = strategy.run(lambda: jnp.ones(3))
+    mirrored_int = strategy.run(lambda: jnp.ones(3, jnp.int32))
+    return {
+        "base": ([f32, (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "other array shape": ([jnp.zeros((3, 3)), (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "other array dtype": ([f32.astype(jnp.int32), (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "weak-typed array": ([jnp.full((2, 3), 1.0), (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "tuple for list": ((f32, (f32, f32)), {"lr": 0.1, "x": pr}, 3, None),
+        "shorter inner": ([f32, (f32,)], {"lr": 0.1, "x": pr}, 3, None),
+        "other scalar value": ([f32, (f32, f32)], {"lr": 0.2, "x": pr}, 3, None),
+        "int for float": ([f32, (f32, f32)], {"lr": 1, "x": pr}, 3, None),
+        "bool for int": ([f32, (f32, f32)], {"lr": 0.1, "x": pr}, True, None),
+        "str for None": ([f32, (f32, f32)], {"lr": 0.1, "x": pr}, 3, "none"),
+        "other dict keys": ([f32, (f32, f32)], {"lr": 0.1, "y": pr}, 3, None),
+        "extra dict key": ([f32, (f32, f32)], {"lr": 0.1, "x": pr, "z": 1}, 3, None),
+        "other per-replica shape": ([f32, (f32, f32)], {"lr": 0.1, "x": pr_other_shape}, 3, None),
+        "mirrored for per-replica": ([f32, (f32, f32)], {"lr": 0.1, "x": mirrored}, 3, None),
+        "namedtuple": ([f32, Pair(f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "other namedtuple": ([f32, Other(f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "numpy": ([np.zeros((2, 3), np.float32), (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "mirrored": ([mirrored, (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "mirrored int": ([mirrored_int, (f32, f32)], {"lr": 0.1, "x": pr}, 3, None),
+        "one fewer argument": ([f32, (f32, f32)], {"lr": 0.1, "x": pr}, 3),
+        "new objects, same key": ([jnp.ones((2, 3)), (jnp.ones((2, 3)), f32)], {"lr": 0.1, "x": pr}, 3, None),
+    }
+
+
+def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(strategy):
+    split = Placement.of(strategy).split
+    calls = _calls(strategy)
+    keys = {name: entry.fast_key(args, {}, split) for name, args in calls.items()}
+    assert [name for name, k in keys.items() if k is None] == []
+    distinct = {k[0] for k in keys.values()}
+    assert len(distinct) == len(calls) - 1  # every case is its own key but "new objects, same key"
+    for name_a, (name_b, args_b) in itertools.product(calls, calls.items()):
+        guard = guards.compile_guard(keys[name_a][0])
+        assert guard is not None, name_a
+        got = guard(args_b, split)
+        if keys[name_a][0] == keys[name_b][0]:
+            want = keys[name_b][1]
+            assert got is not None and len(got) == len(want), (name_a, name_b)
+            assert all(x is y for x, y in zip(got, want)), (name_a, name_b)
+        else:
+            assert got is None, (name_a, name_b)
+
+
+def test_a_key_with_an_entry_it_does_not_know_has_no_guard():
+    assert guards.compile_guard((1, ("not a kind", 3))) is None
+    assert guards.compile_guard((2, (int, 1))) is None  # fewer entries than arguments
+
+
+def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_does_not(strategy):
+    # Functional state through strategy.run: the second call on is checked by the guard; a call
+    # whose structure changes (a dict gains a key) is looked up again and gets its own program.
+    n = strategy.num_replicas_in_sync
+    x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(n)])
+
+    def step(state, x):
+        total = tps.get_replica_context().all_reduce("SUM", x)
+        return {k: v + total for k, v in state.items()}
+
+    state = {"a": jnp.zeros(2)}
+    runner = strategy._runner  # noqa: SLF001 - the cache under test
+    for _ in range(4):
+        state = strategy.run(step, (state, x))
+    assert runner._fast._guarded is not None and runner._fast._guarded[0] is step  # noqa: SLF001
+    want = 4 * sum(range(n))
+    np.testing.assert_allclose(np.asarray(state["a"].values[0]), [want, want])
+    state = dict(state, b=jnp.ones(2))  # another structure: not the guarded key
+    state = strategy.run(step, (state, x))
+    np.testing.assert_allclose(np.asarray(state["b"].values[0]), [1 + sum(range(n))] * 2)
+    np.testing.assert_allclose(np.asarray(state["a"].values[0]), [want + sum(range(n))] * 2)
+    assert sorted(state) == ["a", "b"]
