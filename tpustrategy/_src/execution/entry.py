@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.execution import guards
+from tpustrategy._src.execution import specialised
 from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
@@ -137,7 +137,7 @@ class FastCache:
     same argument objects (arrays, distributed values, Python scalars; no keyword arguments),
     as a loop passing one batch or one step count again makes, reuses it without a key. A
     call without keyword arguments is then checked against the last hit's compiled guard
-    (``guards.compile_guard``: the key's structure read straight off the arguments, as a loop
+    (``specialised.compile_guard``: the key's structure read straight off the arguments, as a loop
     passing its state back makes), and only when that fails is its key built and looked up.
     """
 
@@ -185,7 +185,7 @@ class FastCache:
         else:
             if len(self._guards) >= self._size:
                 self._guards.clear()
-            guard = self._guards[key] = guards.compile_guard(key)
+            guard = self._guards[key] = specialised.compile_guard(key)
         self._guarded = (owner, guard, program, key) if guard is not None else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:

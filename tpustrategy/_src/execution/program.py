@@ -23,7 +23,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpustrategy._src.execution import dispatch
+from tpustrategy._src.execution import dispatch, specialised
 from tpustrategy._src.execution.outputs import Kind, OutKind
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import PER_REPLICA
@@ -128,6 +128,9 @@ class Program:
         # from the first concrete output. Kept with each result while the devices compute, so a
         # loop passing the results back (functional state) needs no key after its wait.
         self._mirrored_keys: list[tuple[Any, ...] | None] = [None] * max(self._w0, 1)
+        self._keys_pending = any(step[0] == _MIRRORED for step in self._plan)
+        # The output pytree made in one generated expression (None: a structure it does not know).
+        self._build = specialised.compile_builder(list(self._plan), self.out_treedef)
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -188,6 +191,24 @@ class Program:
     def _results(self, outs: Any) -> Any:
         """The user's output pytree from the program's outputs (the results, then the written
         variables' new values, then the per-device copies of ``local_copies``)."""
+        build = self._build
+        if build is not None:
+            if self._keys_pending and outs and type(outs[0]) is _ArrayImpl:
+                self._fill_keys(outs)
+            return build(outs, self._mirrored_keys)
+        return self._results_by_plan(outs)
+
+    def _fill_keys(self, outs: Any) -> None:
+        """The fast key of every Mirrored result, from the first concrete outputs."""
+        keys = self._mirrored_keys
+        for code, arg, i, _ in self._plan:
+            if code == _MIRRORED and keys[i] is None and type(outs[i]) is _ArrayImpl:
+                keys[i] = Mirrored.fast_key_of(outs[i], arg)
+        self._keys_pending = False
+
+    def _results_by_plan(self, outs: Any) -> Any:
+        """``_results`` for an output structure ``specialised.compile_builder`` does not
+        generate (custom pytree nodes): the plan's leaves, unflattened."""
         leaves: list[Any] = []
         append = leaves.append
         keys = self._mirrored_keys
@@ -218,8 +239,9 @@ class Program:
         return jax.tree_util.tree_unflatten(self.out_treedef, leaves)
 
 
-# How ``rebuild`` makes each output leaf (``_rebuild_plan``).
-_STATIC, _STATIC_PER_REPLICA, _PER_REPLICA, _MIRRORED, _VARYING, _PLAIN = range(6)
+# How ``_results`` makes each output leaf (``_rebuild_plan``): ``specialised``'s vocabulary.
+_STATIC, _STATIC_PER_REPLICA, _PER_REPLICA = specialised.STATIC, specialised.STATIC_PER_REPLICA, specialised.PER_REPLICA
+_MIRRORED, _VARYING, _PLAIN = specialised.MIRRORED, specialised.VARYING, specialised.PLAIN
 
 
 def _rebuild_plan(out_kinds: list[OutKind], n: int) -> tuple[tuple[int, Any], ...]:

@@ -1,8 +1,10 @@
-"""A fast key's compiled guard passes exactly the calls whose fast key is that key.
+"""Straight-line code for one structure (``execution.specialised``) agrees with the generic walks.
 
-``guards.compile_guard(key)`` must agree with ``entry.fast_key`` both ways: for every pair of
-argument structures below, the guard of one passes the other exactly when their fast keys are
-equal, and then returns the very dynamic inputs ``fast_key`` collects, in its order.
+A fast key's compiled guard passes exactly the calls whose fast key is that key: for every
+pair of argument structures below, the guard of one passes the other exactly when their fast
+keys are equal (``entry.fast_key``), and then returns the very dynamic inputs ``fast_key``
+collects, in its order. A compiled result builder makes the tree ``tree_unflatten`` makes,
+with new containers every call, and each kind of leaf as ``Program``'s plan says.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 import collections
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.execution import entry, guards
+from tpustrategy._src.execution import entry, specialised
 from tpustrategy._src.execution.program import Placement
 
 Pair = collections.namedtuple("Pair", "a b")
@@ -69,7 +72,7 @@ def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(
     distinct = {k[0] for k in keys.values()}
     assert len(distinct) == len(calls) - 1  # every case is its own key but "new objects, same key"
     for name_a, (name_b, args_b) in itertools.product(calls, calls.items()):
-        guard = guards.compile_guard(keys[name_a][0])
+        guard = specialised.compile_guard(keys[name_a][0])
         assert guard is not None, name_a
         got = guard(args_b, split)
         if keys[name_a][0] == keys[name_b][0]:
@@ -81,8 +84,8 @@ def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(
 
 
 def test_a_key_with_an_entry_it_does_not_know_has_no_guard():
-    assert guards.compile_guard((1, ("not a kind", 3))) is None
-    assert guards.compile_guard((2, (int, 1))) is None  # fewer entries than arguments
+    assert specialised.compile_guard((1, ("not a kind", 3))) is None
+    assert specialised.compile_guard((2, (int, 1))) is None  # fewer entries than arguments
 
 
 def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_does_not(strategy):
@@ -107,3 +110,60 @@ def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_d
     np.testing.assert_allclose(np.asarray(state["b"].values[0]), [1 + sum(range(n))] * 2)
     np.testing.assert_allclose(np.asarray(state["a"].values[0]), [want + sum(range(n))] * 2)
     assert sorted(state) == ["a", "b"]
+
+
+# Result builders -------------------------------------------------------------------------------
+Empty = collections.namedtuple("Empty", "")
+
+
+def _plain_steps(n):
+    return [(specialised.PLAIN, None, i, -1) for i in range(n)]
+
+
+@pytest.mark.parametrize("tree", [
+    [(1, 2), (3, 4)],
+    ((1, (2,)), {"b": 3, "a": [4, None]}, 5),
+    {"opt": (Empty(), Empty()), "params": Pair(1, 2)},
+    7,
+    (None, [], (), Empty(), {"x": []}),
+])
+def test_a_builder_makes_the_tree_unflatten_would(tree):
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    build = specialised.compile_builder(_plain_steps(len(leaves)), treedef)
+    assert build is not None
+    outs = [f"leaf{i}" for i in range(len(leaves))]
+    first, second = build(outs, None), build(outs, None)
+    want = jax.tree_util.tree_unflatten(treedef, outs)
+    assert first == want and type(first) is type(want)
+    assert jax.tree_util.tree_structure(first) == treedef
+    # Containers that could be changed are new every call; leafless tuples may be shared.
+    for a, b in zip(jax.tree_util.tree_leaves(first, is_leaf=lambda x: isinstance(x, (list, dict))),
+                    jax.tree_util.tree_leaves(second, is_leaf=lambda x: isinstance(x, (list, dict)))):
+        if isinstance(a, (list, dict)):
+            assert a is not b
+
+
+def test_a_builder_makes_each_kind_of_leaf(strategy):
+    n = strategy.num_replicas_in_sync
+    mirrored_array = strategy.run(lambda: jnp.arange(3.0)).replicated_array
+    stacked_array = jnp.zeros((n, 2))
+    key = tps.Mirrored.fast_key_of(mirrored_array, n)
+    steps = [(specialised.MIRRORED, n, 0, -1), (specialised.VARYING, n, 1, -1),
+             (specialised.STATIC, "static", -1, -1), (specialised.STATIC_PER_REPLICA, (1, 2), -1, -1),
+             (specialised.PLAIN, None, 2, -1)]
+
+    treedef = jax.tree_util.tree_structure((0, 0, 0, 0, 0))
+    build = specialised.compile_builder(steps, treedef)
+    m, v, s, spr, p = build([mirrored_array, stacked_array, 5], [key, None, None])
+    assert type(m) is tps.Mirrored and m.replicated_array is mirrored_array and m.fast_entry(None)[0] is key
+    assert type(v) is tps.PerReplica and v.num_replicas == n and v.shapes == ((2,),) * n
+    assert s == "static" and p == 5
+    assert type(spr) is tps.PerReplica and list(spr.values) == [1, 2]
+
+
+def test_a_custom_node_has_no_builder():
+
+    tree = jax.tree_util.Partial(lambda a: a, 1)  # a custom pytree node
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    assert specialised.compile_builder(_plain_steps(len(leaves)), treedef) is None
