@@ -52,29 +52,44 @@ def _strip_replica(spec: P) -> P:
     return P(*[None if e == mesh_axis.REPLICA_AXIS else e for e in tuple(spec)[1:]])
 
 
-_orders: dict[Any, tuple[int, ...]] = {}
+# Per sharding: the positions of its replicas' devices among an array's shards, in replica order;
+# None when that is the shards' own order (the usual case: a mesh lists its devices in order).
+_orders: dict[Any, tuple[int, ...] | None] = {}
 
 
-def _in_replica_order(arr: Any, sharding: NamedSharding) -> tuple[Any, ...]:
+def _in_replica_order(arr: Any, sharding: Any) -> tuple[Any, ...]:
     """The single-device arrays of ``arr`` (one per local device of its ``sharding``) in the
     replicas' order; the order is worked out once per sharding."""
     buffers = single_device_arrays(arr)
-    order = _orders.get(sharding)
-    if order is None or len(order) != len(buffers):
-        mesh = sharding.mesh
-        shards = arr.addressable_shards
-        order = tuple(sorted(range(len(shards)), key=lambda i: mesh_axis.device_index(mesh, shards[i].device)))
-        if len(_orders) > 256:
-            _orders.clear()
-        _orders[sharding] = order
-    return tuple([buffers[i] for i in order])
+    try:
+        order = _orders[sharding]
+    except KeyError:
+        order = _replica_order(arr, sharding)
+    if order is None:
+        return tuple(buffers)
+    if len(order) != len(buffers):
+        order = _replica_order(arr, sharding)
+    return tuple(buffers) if order is None else tuple([buffers[i] for i in order])
+
+
+def _replica_order(arr: Any, sharding: Any) -> tuple[int, ...] | None:
+    mesh = sharding.mesh
+    shards = arr.addressable_shards
+    order: tuple[int, ...] | None = tuple(
+        sorted(range(len(shards)), key=lambda i: mesh_axis.device_index(mesh, shards[i].device)))
+    if order == tuple(range(len(shards))):
+        order = None
+    if len(_orders) > 256:
+        _orders.clear()
+    _orders[sharding] = order
+    return order
 
 
 def per_device_components(copy: jax.Array) -> tuple[Any, ...]:
     """The components of a program's per-device copy of a stacked value (``PerReplica.from_output``):
     its buffers in replica order (one process, one device per replica: each device's buffer
     is its own replica's component)."""
-    return _in_replica_order(copy, cast(NamedSharding, copy.sharding))
+    return _in_replica_order(copy, copy.sharding)
 
 
 def replicated_components(arr: jax.Array, count: int) -> tuple[Any, ...]:
