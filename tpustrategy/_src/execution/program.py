@@ -211,17 +211,9 @@ class Program:
         generate (custom pytree nodes): the plan's leaves, unflattened."""
         leaves: list[Any] = []
         append = leaves.append
-        keys = self._mirrored_keys
         for code, arg, i, copy in self._plan:
             if code == _MIRRORED:
-                x = outs[i]
-                if type(x) is _ArrayImpl:
-                    key = keys[i]
-                    if key is None:
-                        key = keys[i] = Mirrored.fast_key_of(x, arg)
-                    append(Mirrored.from_replicated(x, arg, key))
-                else:
-                    append(Mirrored.from_replicated(x, arg))
+                append(self._mirrored(outs[i], arg, i))
             elif code == _PLAIN:
                 append(outs[i])
             elif code == _VARYING:

@@ -34,7 +34,6 @@ from tpustrategy._src.strategy.reduce import reduce_value
 from tpustrategy._src.strategy.run_options import check_run_options
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, PerReplica
-from tpustrategy._src.variables import frames
 
 _NO_AXIS = object()
 
@@ -252,8 +251,6 @@ class Strategy:
     # Values ------------------------------------------------------------------------
     def experimental_local_results(self, value: Any) -> tuple[Any, ...]:
         """The local replicas' components of ``value`` as a tuple."""
-        if type(value) is PerReplica and frames.current() is None:  # a step's loss, logged every step
-            return value.values
         traced = host_values.local_results_in_trace(value, len(self._local_devices))
         if traced is not None:
             return traced

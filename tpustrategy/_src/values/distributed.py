@@ -64,17 +64,19 @@ class DistributedValues:
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
-    def _blank(cls, num_replicas: int) -> Any:
+    def _blank(cls, num_replicas: int, stacked: Any = None, replicated: Any = None,
+               local_copy: Any = None, fast: Any = None) -> Any:
+        """A value with every slot set: the given representation, the rest empty."""
         obj = cls.__new__(cls)
         obj._values = None
-        obj._stacked = None
+        obj._stacked = stacked
         obj._shapes = None
         obj._tracer = None
-        obj._replicated = None
+        obj._replicated = replicated
         obj._num_replicas = num_replicas
         obj._home = None
-        obj._local_copy = None
-        obj._fast = None
+        obj._local_copy = local_copy
+        obj._fast = fast
         return obj
 
     @classmethod
@@ -97,19 +99,8 @@ class DistributedValues:
     def from_output(cls, stacked: Any, num_replicas: int, local_copy: Any = None) -> Any:
         """A program's ``[R, ...]`` result (not ragged) with ``R == num_replicas``, and its
         per-device copy when the program made one (each device's buffer is its own replica's
-        component, so ``values`` are its shards: no dispatch). Every program's stacked
-        result is made here: the slots are set inline (``_blank``)."""
-        obj = cls.__new__(cls)
-        obj._values = None
-        obj._stacked = stacked
-        obj._shapes = None
-        obj._tracer = None
-        obj._replicated = None
-        obj._num_replicas = num_replicas
-        obj._home = None
-        obj._local_copy = local_copy
-        obj._fast = None
-        return obj
+        component, so ``values`` are its shards: no dispatch)."""
+        return cls._blank(num_replicas, stacked, None, local_copy)
 
     @classmethod
     def from_replica_tracer(cls, tracer: Any, num_replicas: int) -> Any:
@@ -329,18 +320,8 @@ class Mirrored(DistributedValues):
         ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
         the same for every call), kept so the next call that passes the value needs no key.
         """
-        # Every program's replicated result is made here: the slots are set inline (``_blank``).
-        obj: Mirrored = cls.__new__(cls)
-        obj._values = None
-        obj._stacked = None
-        obj._shapes = None
-        obj._tracer = None
-        obj._replicated = array
-        obj._num_replicas = num_replicas
-        obj._home = None
-        obj._local_copy = None
-        obj._fast = (fast_key, array) if fast_key is not None else None
-        return obj
+        return cls._blank(num_replicas, None, array, None,  # type: ignore[no-any-return]
+                          (fast_key, array) if fast_key is not None else None)
 
     @staticmethod
     def fast_key_of(array: Any, num_replicas: int) -> tuple[Any, ...]:

@@ -61,14 +61,7 @@ def _in_replica_order(arr: Any, sharding: Any) -> tuple[Any, ...]:
     """The single-device arrays of ``arr`` (one per local device of its ``sharding``) in the
     replicas' order; the order is worked out once per sharding."""
     buffers = single_device_arrays(arr)
-    try:
-        order = _orders[sharding]
-    except KeyError:
-        order = _replica_order(arr, sharding)
-    if order is None:
-        return tuple(buffers)
-    if len(order) != len(buffers):
-        order = _replica_order(arr, sharding)
+    order = _orders[sharding] if sharding in _orders else _replica_order(arr, sharding)
     return tuple(buffers) if order is None else tuple([buffers[i] for i in order])
 
 
