@@ -39,3 +39,17 @@ def test_single_device_arrays_are_the_shards_own_arrays_in_shard_order():
             assert arr.devices() == {shard.device}
     # A single-device array: its one buffer.
     assert single_device_arrays(jnp.ones(3))[0].shape == (3,)
+
+
+def test_the_sharding_attribute_is_the_arrays_own_sharding_slot():
+    # Fails when jaxlib moves ArrayImpl._sharding: the shim then reads the public property.
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from tpustrategy._src.jax_shims.array_protocol import SHARDING_ATTRIBUTE
+
+    assert SHARDING_ATTRIBUTE == "_sharding"
+    mesh = Mesh(np.array(jax.devices()), ("r",))
+    x = jax.device_put(np.arange(2.0 * len(jax.devices())), NamedSharding(mesh, P("r")))
+    assert getattr(x, SHARDING_ATTRIBUTE) is x.sharding
+    assert getattr(jnp.ones(3), SHARDING_ATTRIBUTE) is jnp.ones(3).sharding

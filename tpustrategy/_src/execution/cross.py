@@ -78,7 +78,7 @@ class CrossFunction:
             hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
             if hit is not None:
                 if hit[0] is not None:
-                    return hit[0](hit[1])
+                    return hit[0].fast(hit[1])
                 key = hit[2]
         if self._static_scalars:
             args, kwargs = _scalars_as_python((args, kwargs))

@@ -76,6 +76,13 @@ def track(outputs: Any) -> None:
             return
 
 
+def tracker() -> tuple[collections.deque[Any], int, Any]:
+    """``(pending, limit, settle)`` for generated call code (``specialised.compile_call``):
+    ``pending.append(token)`` then ``settle()`` when ``len(pending) > limit`` is
+    ``track_array(token)`` for a concrete array, without the call."""
+    return _pending, _max_in_flight(), _settle
+
+
 def _oldest_alive() -> Any:
     """The oldest recorded output not yet donated, or None."""
     for token in list(_pending):   # a snapshot: other threads may record or take tokens meanwhile

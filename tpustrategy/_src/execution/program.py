@@ -131,6 +131,10 @@ class Program:
         self._keys_pending = any(step[0] == _MIRRORED for step in self._plan)
         # The output pytree made in one generated expression (None: a structure it does not know).
         self._build = specialised.compile_builder(list(self._plan), self.out_treedef)
+        # What the fast path's hits call (outside every variable frame): the general call until
+        # the first call has made the Mirrored results' keys known, then the generated call
+        # (``specialised.compile_call``) where the program has one.
+        self.fast: Any = self._call_and_specialise
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -147,7 +151,11 @@ class Program:
                 inputs = inputs + [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
         elif extra:
             inputs = [*inputs, *extra]
-        outs = self.jitted(*inputs)
+        return self._finish(self.jitted(*inputs))
+
+    def _finish(self, outs: Any) -> Any:
+        """The call after the dispatch: the bound on programs in flight, the written variables'
+        new values, the results."""
         token = outs[0] if outs else None
         if token is not None:
             dispatch.track_array(token)
@@ -159,6 +167,27 @@ class Program:
         if single:
             return self._mirrored(outs[0], single, 0)
         return self._results(outs)
+
+    def _call_and_specialise(self, arrays: list[Any]) -> Any:
+        """``fast`` until the program's call is generated: the general call, then (once the
+        Mirrored results' fast keys are known) ``fast`` becomes the generated call."""
+        result = self(arrays)
+        keys = self._mirrored_keys
+        if all(keys[i] is not None for code, _, i, _ in self._plan if code == _MIRRORED):
+            self.fast = self._specialised()
+        return result
+
+    def _specialised(self) -> Any:
+        """``specialised.compile_call`` for this program, or the general call."""
+        if self.placement is None or self.one_shot or self.extra_split \
+                or any(frames.awaits_first_value(v) for v in self.written):
+            return self.__call__
+        arrays = len(self.in_split)
+        generated = specialised.compile_call(
+            jitted=self.jitted, num_inputs=arrays, seen=self._seen, variables=self.variables,
+            written=[(v, self._w0 + j) for j, v in enumerate(self.written)], steps=list(self._plan),
+            treedef=self.out_treedef, keys=self._mirrored_keys, general=self.__call__, finish=self._finish)
+        return generated if generated is not None else self.__call__
 
     def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
         if type(array) is not _ArrayImpl:

@@ -77,7 +77,7 @@ class ReplicaRunner:
         hit = self._fast.lookup(fn, args, None, self._split)
         if hit is None or hit[0] is None:
             return MISS
-        return hit[0](hit[1])
+        return hit[0].fast(hit[1])
 
     def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica
@@ -87,7 +87,7 @@ class ReplicaRunner:
             hit = self._fast.lookup(fn, args, kwargs, self._split_sharding())
             if hit is not None:
                 if hit[0] is not None:
-                    return hit[0](hit[1])
+                    return hit[0].fast(hit[1])
                 key = hit[2]
         with self._entered():
             if not self._one_process and frames.current() is None:

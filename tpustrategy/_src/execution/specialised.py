@@ -39,8 +39,11 @@ from typing import Any
 
 import numpy as np
 
+from tpustrategy._src.execution import dispatch
 from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
+from tpustrategy._src.jax_shims.array_protocol import SHARDING_ATTRIBUTE
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
+from tpustrategy._src.variables import frames
 
 Guard = Callable[[Any, Any], "list[Any] | None"]
 
@@ -171,30 +174,47 @@ def compile_builder(steps: list[tuple[int, Any, int, int]], treedef: Any) -> Cal
 
     Returns None for a structure it does not know (then the caller unflattens).
     """
-    if treedef.num_leaves != len(steps):
-        return None
     w = _Writer()
-    leaves = iter([_leaf(w, step) for step in steps])
-    try:
-        body = _node(w, treedef, leaves)
-    except _Unknown:
+    body = _body(w, steps, treedef)
+    if body is None:
         return None
     return _define(f"def build(outs, keys):\n    return {body}\n", "build", w.consts)  # type: ignore[no-any-return]
+
+
+def _body(w: _Writer, steps: list[tuple[int, Any, int, int]], treedef: Any,
+          keys: list[Any] | None = None) -> str | None:
+    """The output pytree's expression over ``outs`` (None: a structure not generated)."""
+    if treedef.num_leaves != len(steps):
+        return None
+    leaves = iter([_leaf(w, step, keys) for step in steps])
+    try:
+        return _node(w, treedef, leaves)
+    except _Unknown:
+        return None
 
 
 class _Unknown(Exception):
     """A node the builder does not generate."""
 
 
-def _leaf(w: _Writer, step: tuple[int, Any, int, int]) -> str:
+def _leaf(w: _Writer, step: tuple[int, Any, int, int], keys: list[Any] | None = None) -> str:
+    """One leaf's expression; ``keys``: the Mirrored results' fast keys when the outputs are
+    known to be concrete arrays (``compile_call``), else they are read and checked per call."""
     how, arg, i, copy = step
     if how == MIRRORED:
+        if keys is not None:
+            return f"_Mirrored.from_replicated(outs[{i}], {int(arg)}, {w.const(keys[i])})"
         return (f"_Mirrored.from_replicated(outs[{i}], {int(arg)}, keys[{i}] "
                 f"if type(outs[{i}]) is _ArrayImpl else None)")
     if how == PLAIN:
         return f"outs[{i}]"
     if how == VARYING:
-        local = "None" if copy < 0 else f"(outs[{copy}] if type(outs[{copy}]) is _ArrayImpl else None)"
+        if copy < 0:
+            local = "None"
+        elif keys is not None:
+            local = f"outs[{copy}]"
+        else:
+            local = f"(outs[{copy}] if type(outs[{copy}]) is _ArrayImpl else None)"
         return f"_PerReplica.from_output(outs[{i}], {int(arg)}, {local})"
     if how == PER_REPLICA:
         cls, shapes = arg
@@ -235,3 +255,60 @@ def _node(w: _Writer, treedef: Any, leaves: Any) -> str:
     if issubclass(t, tuple) and hasattr(t, "_fields"):
         return f"{w.const(t)}(" + ", ".join(_node(w, c, leaves) for c in children) + ")"
     raise _Unknown(t)
+
+
+# Program calls -----------------------------------------------------------------------------------
+
+
+def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any],
+                 written: list[tuple[Any, int]], steps: list[tuple[int, Any, int, int]], treedef: Any,
+                 keys: list[Any], general: Callable[[list[Any]], Any],
+                 finish: Callable[[Any], Any]) -> Callable[[list[Any]], Any] | None:
+    """``call(arrays)``: one program's call, as ``Program.__call__`` makes it, in straight-line
+    code for the common case; only for callers outside every variable frame (the fast path's
+    hits: ``strategy.run`` and ``tps.function`` outside any trace).
+
+    The common case: every dynamic input and variable value is a concrete array already where
+    the program takes it (its sharding is the one ``seen`` holds), so the call is the dispatch,
+    the bound on programs in flight (``dispatch.tracker``), the written variables' new values
+    (``frames.value_writer``) and the results (``steps``/``treedef``, as ``compile_builder``
+    makes them, the Mirrored results' fast ``keys`` known). Anything else goes to ``general``
+    before the dispatch (an input to place, a tracer) or to ``finish`` after it (traced outputs:
+    the call is inside a user's ``jax.jit``). Returns None for a structure it does not generate::
+
+        def call(arrays):
+            a1, = arrays
+            v1 = read(k8)
+            if type(a1) is not _ArrayImpl or a1._sharding is not seen[0] or ...: return general(arrays)
+            outs = jitted(a1, v1)
+            o = outs[0]
+            if type(o) is not _ArrayImpl: return finish(outs)
+            pending_append(o)
+            if len(pending) > limit: settle()
+            k9(outs[1])
+            return _Mirrored.from_replicated(outs[0], 8, k10)
+    """
+    w = _Writer()
+    body = _body(w, steps, treedef, keys)
+    if body is None or not written and all(step[2] < 0 for step in steps):  # no outputs: nothing to track
+        return None
+    pending, limit, settle = dispatch.tracker()
+    w.consts.update(jitted=jitted, seen=seen, general=general, finish=finish, read=frames.value_reader(),
+                    pending=pending, pending_append=pending.append, limit=limit, settle=settle)
+    names = [f"a{i + 1}" for i in range(num_inputs)] + [f"v{j + 1}" for j in range(len(variables))]
+    lines = []
+    if num_inputs:
+        lines.append(f"    {''.join(a + ', ' for a in names[:num_inputs])}= arrays")
+    lines += [f"    {name} = read({w.const(var)})" for name, var in zip(names[num_inputs:], variables)]
+    if names:
+        checks = " or ".join(f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{i}]"
+                             for i, x in enumerate(names))
+        lines.append(f"    if {checks}: return general(arrays)")
+    lines += [f"    outs = jitted({', '.join(names)})",
+              "    o = outs[0]",
+              "    if type(o) is not _ArrayImpl: return finish(outs)",
+              "    pending_append(o)",
+              "    if len(pending) > limit: settle()"]
+    lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
+    lines.append(f"    return {body}")
+    return _define("def call(arrays):\n" + "\n".join(lines) + "\n", "call", w.consts)  # type: ignore[no-any-return]

@@ -32,6 +32,12 @@ is asked for every step; ``addressable_shards`` builds a ``Shard`` (with its dev
 sharding and index) per device, in Python, where ``ArrayImpl._arrays`` is the list the array
 already keeps (a tenth of the cost). Public alternative: ``[s.data for s in x.addressable_shards]``,
 used when the private name moves (then ``tests/jax_shims`` fails loudly).
+
+**``SHARDING_ATTRIBUTE``: the name of a concrete array's own sharding slot** (``_sharding``), for
+generated per-call code (``execution.specialised``) that checks each input's sharding by
+identity: ``ArrayImpl.sharding`` is a Python property returning that slot, a Python frame per
+read. Public alternative: ``"sharding"``, the name used when the slot moves (then
+``tests/jax_shims`` fails loudly).
 """
 
 from __future__ import annotations
@@ -90,3 +96,11 @@ def single_device_arrays(x: Any) -> list[Any]:
 def has_single_device_arrays() -> bool:
     """Whether ``single_device_arrays`` reads the arrays' own list (for ``tests/jax_shims``)."""
     return ARRAY_IMPL is not jax.Array and hasattr(ARRAY_IMPL, "_arrays")
+
+
+def _sharding_attribute() -> str:
+    slot = getattr(ARRAY_IMPL, "_sharding", None) if ARRAY_IMPL is not jax.Array else None
+    return "_sharding" if slot is not None else "sharding"
+
+
+SHARDING_ATTRIBUTE: str = _sharding_attribute()

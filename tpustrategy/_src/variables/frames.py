@@ -17,6 +17,7 @@ the next trace, so a retrace does not create them twice.
 
 from __future__ import annotations
 
+import functools
 import operator
 import threading
 from typing import Any
@@ -158,6 +159,18 @@ def global_values(variables: list[VariableState]) -> list[jax.Array]:
 
 
 _value_of = operator.attrgetter("_value")
+
+
+def value_reader() -> Any:
+    """``read(var)``: a variable's concrete value outside every frame (``global_values`` of one
+    variable there), as one C call, for generated call code (``execution.specialised``)."""
+    return _value_of
+
+
+def value_writer(var: VariableState) -> Any:
+    """``write(value)``: ``write_back([var], [value])`` outside every frame for a variable that
+    has its first value (not ``awaits_first_value``), as one C call, for generated call code."""
+    return functools.partial(setattr, var, "_value")
 
 
 def awaits_first_value(var: Any) -> bool:
