@@ -75,6 +75,10 @@ class CrossFunction:
         """One call (outside every trace, functions not forced eager, body compiled)."""
         key = None
         if self._one_process and not self._static_scalars:
+            if not kwargs:
+                result = self._fast.call(self, args, self._split_sharding)
+                if result is not entry.MISS:
+                    return result
             hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
             if hit is not None:
                 if hit[0] is not None:

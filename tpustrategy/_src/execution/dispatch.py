@@ -106,18 +106,17 @@ def _settle() -> None:
     of them."""
     limit = _limit if _limit is not None else _max_in_flight()
     popleft = _pending.popleft
-    let_go = []
-    for _ in range(max(1, limit // 2)):
-        try:
-            let_go.append(popleft())
-        except IndexError:  # another thread took it
-            break
-    for token in reversed(let_go):  # the newest one not donated (usually the newest)
-        if not token.is_deleted():
-            _block(token)
-            return
-    # Every output let go was donated to a later program, which ends after they did: wait
-    # on the oldest output still alive (kept in the queue: it still counts as in flight).
+    newest = None
+    try:
+        for _ in range(max(1, limit // 2)):
+            newest = popleft()
+    except IndexError:  # another thread took it
+        pass
+    if newest is not None and not newest.is_deleted():
+        _block(newest)
+        return
+    # The newest output let go was donated to a later program, which ends after it did: wait on
+    # the oldest output still alive (kept in the queue: it still counts as in flight).
     alive = _oldest_alive()
     if alive is not None:
         _block(alive)

@@ -129,6 +129,9 @@ def _walk(items: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
 _SAME_OBJECT_SAME_KEY = frozenset({_ArrayImpl, PerReplica, Mirrored, *_SCALARS})
 
 
+MISS = object()  # ``FastCache.call``: no program cached for this call (take the full path)
+
+
 class FastCache:
     """Programs by owner (a replica function, a ``tps.function``) and fast key. Owners are
     told apart by identity; the owner object is kept, so a reused id never finds another's.
@@ -149,6 +152,21 @@ class FastCache:
         # The last hit without keyword arguments: (owner, its key's guard, program, key).
         self._guarded: tuple[Any, Any, Any, tuple[Any, ...]] | None = None
         self._guards: dict[tuple[Any, ...], Any] = {}  # per key: its guard (None: the key has none)
+
+    def call(self, owner: Any, args: tuple[Any, ...] | list[Any], split: Any) -> Any:
+        """The result of the program cached for a call of ``owner`` with ``args`` (no keyword
+        arguments; the caller is outside every variable frame), or ``MISS`` when none is."""
+        last = self._last
+        if last is not None and last[0] is owner and len(args) == len(last[1]):
+            for a, b in zip(args, last[1]):
+                if a is not b:
+                    break
+            else:
+                return last[2][0].fast(last[2][1])
+        hit = self.lookup(owner, args, None, split)
+        if hit is None or hit[0] is None:
+            return MISS
+        return hit[0].fast(hit[1])
 
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
                split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:

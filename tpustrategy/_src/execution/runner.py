@@ -42,7 +42,7 @@ _FALLBACK_ERRORS: tuple[type[BaseException], ...] = (NeedsEager, *entry.CONCRETI
 
 __all__ = ["MISS", "NeedsEager", "ReplicaRunner", "name_of"]
 
-MISS = object()  # ``fast_call``: no program for this call yet (take ``call``)
+MISS = entry.MISS  # ``fast_call``: no program for this call yet (take ``call``)
 
 
 class ReplicaRunner:
@@ -74,10 +74,7 @@ class ReplicaRunner:
                 return MISS
         elif not self._one_process:
             return MISS
-        hit = self._fast.lookup(fn, args, None, self._split)
-        if hit is None or hit[0] is None:
-            return MISS
-        return hit[0].fast(hit[1])
+        return self._fast.call(fn, args, self._split)
 
     def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica
