@@ -1,4 +1,4 @@
-"""Straight-line code for one fixed structure: a fast key's guard and a program's result builder.
+"""Straight-line code for one fixed structure: a fast key's guard, a program's result builder, its call.
 
 A loop calls one program with arguments of one structure every step and gets results of
 one structure back. Walking those structures generically (a loop over a key, a plan, a
@@ -30,6 +30,10 @@ turned once into straight-line Python (generated, as ``collections.namedtuple`` 
   each leaf made as ``Program``'s plan says, nested as the treedef says, without a plan loop
   or ``tree_unflatten``; subtrees without leaves made only of tuples, namedtuples and None
   (optax's ``EmptyState()``) are made once and reused, since nothing can change them.
+- ``compile_call(...)``: a cached program's whole call for the fast path's hits (inputs'
+  shardings checked by identity, the dispatch, the in-flight bound, the written variables'
+  values, the results as ``compile_builder`` makes them), with side exits to ``Program``'s
+  general call before the dispatch and to its finish after it.
 """
 
 from __future__ import annotations
