@@ -19,6 +19,7 @@ User code is compiled in one place: ``runner.ReplicaRunner`` (``strategy.run``) 
 from __future__ import annotations
 
 import enum
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,7 @@ def _walk(items: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
 _SAME_OBJECT_SAME_KEY = frozenset({_ArrayImpl, PerReplica, Mirrored, *_SCALARS})
 
 
+_is = operator.is_
 MISS = object()  # ``FastCache.call``: no program cached for this call (take the full path)
 
 
@@ -157,12 +159,9 @@ class FastCache:
         """The result of the program cached for a call of ``owner`` with ``args`` (no keyword
         arguments; the caller is outside every variable frame), or ``MISS`` when none is."""
         last = self._last
-        if last is not None and last[0] is owner and len(args) == len(last[1]):
-            for a, b in zip(args, last[1]):
-                if a is not b:
-                    break
-            else:
-                return last[2][0].fast(last[2][1])
+        if last is not None and last[0] is owner and len(args) == len(last[1]) \
+                and all(map(_is, args, last[1])):
+            return last[2][0].fast(last[2][1])
         hit = self.lookup(owner, args, None, split)
         if hit is None or hit[0] is None:
             return MISS
@@ -173,12 +172,9 @@ class FastCache:
         """``(program, dynamic inputs, fast key)`` of a call with a fast key (``program`` None
         when none was built for it yet: the caller builds one and ``put``s it), else None."""
         last = self._last
-        if last is not None and last[0] is owner and not kwargs and len(args) == len(last[1]):
-            for a, b in zip(args, last[1]):
-                if a is not b:
-                    break
-            else:
-                return last[2]
+        if last is not None and last[0] is owner and not kwargs and len(args) == len(last[1]) \
+                and all(map(_is, args, last[1])):
+            return last[2]
         guarded = self._guarded
         if guarded is not None and guarded[0] is owner and not kwargs:
             arrays = guarded[1](args, split)
