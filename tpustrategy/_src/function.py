@@ -62,7 +62,7 @@ class Function:
         try:
             if ANY and (config.functions_run_eagerly() or _in_trace_or_replica()) or self._compiled.uncompiled:
                 return self._fn(*args, **kwargs)
-            return self._compiled(args, kwargs)
+            return self._compiled.call(args, kwargs)
         except Exception as e:  # library frames left out (``execution.tracebacks``)
             hide_library_frames(e)
             raise
