@@ -76,10 +76,6 @@ class CrossFunction:
         not ``__call__``, since calling an instance costs a slot lookup more on every call."""
         key = None
         if self._one_process and not self._static_scalars:
-            if not kwargs:
-                result = self._fast.call(self, args, self._split_sharding)
-                if result is not entry.MISS:
-                    return result
             hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
             if hit is not None:
                 if hit[0] is not None:

@@ -159,6 +159,8 @@ class Program:
         token = outs[0] if outs else None
         if token is not None:
             dispatch.track_array(token)
+            if self._keys_pending and type(token) is _ArrayImpl:
+                self._fill_keys(outs)
         if self.written:
             if type(token) is not _ArrayImpl and _is_tracer(token) and frames.outermost() is None:
                 raise self._escaping_writes()  # inside a user's jax.jit / jax.grad
@@ -172,8 +174,7 @@ class Program:
         """``fast`` until the program's call is generated: the general call, then (once the
         Mirrored results' fast keys are known) ``fast`` becomes the generated call."""
         result = self(arrays)
-        keys = self._mirrored_keys
-        if all(keys[i] is not None for code, _, i, _ in self._plan if code == _MIRRORED):
+        if not self._keys_pending:
             self.fast = self._specialised()
         return result
 
@@ -182,9 +183,8 @@ class Program:
         if self.placement is None or self.one_shot or self.extra_split \
                 or any(frames.awaits_first_value(v) for v in self.written):
             return self.__call__
-        arrays = len(self.in_split)
         generated = specialised.compile_call(
-            jitted=self.jitted, num_inputs=arrays, seen=self._seen, variables=self.variables,
+            jitted=self.jitted, num_inputs=len(self.in_split), seen=self._seen, variables=self.variables,
             written=[(v, self._w0 + j) for j, v in enumerate(self.written)], steps=list(self._plan),
             treedef=self.out_treedef, keys=self._mirrored_keys, general=self.__call__, finish=self._finish)
         return generated if generated is not None else self.__call__
@@ -192,10 +192,7 @@ class Program:
     def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
         if type(array) is not _ArrayImpl:
             return Mirrored.from_replicated(array, num_replicas)
-        key = self._mirrored_keys[index]
-        if key is None:
-            key = self._mirrored_keys[index] = Mirrored.fast_key_of(array, num_replicas)
-        return Mirrored.from_replicated(array, num_replicas, key)
+        return Mirrored.from_replicated(array, num_replicas, self._mirrored_keys[index])  # ``_finish`` filled it
 
     def _place(self, inputs: list[Any], arrays: list[Any], i: int) -> list[Any]:
         """``inputs`` with input ``i`` placed on its target (a copy when ``inputs`` is the
@@ -222,8 +219,6 @@ class Program:
         variables' new values, then the per-device copies of ``local_copies``)."""
         build = self._build
         if build is not None:
-            if self._keys_pending and outs and type(outs[0]) is _ArrayImpl:
-                self._fill_keys(outs)
             return build(outs, self._mirrored_keys)
         return self._results_by_plan(outs)
 

@@ -55,13 +55,16 @@ def _strip_replica(spec: P) -> P:
 # Per sharding: the positions of its replicas' devices among an array's shards, in replica order;
 # None when that is the shards' own order (the usual case: a mesh lists its devices in order).
 _orders: dict[Any, tuple[int, ...] | None] = {}
+_UNKNOWN: Any = object()
 
 
 def _in_replica_order(arr: Any, sharding: Any) -> tuple[Any, ...]:
     """The single-device arrays of ``arr`` (one per local device of its ``sharding``) in the
     replicas' order; the order is worked out once per sharding."""
     buffers = single_device_arrays(arr)
-    order = _orders[sharding] if sharding in _orders else _replica_order(arr, sharding)
+    order = _orders.get(sharding, _UNKNOWN)
+    if order is _UNKNOWN:
+        order = _replica_order(arr, sharding)
     return tuple(buffers) if order is None else tuple([buffers[i] for i in order])
 
 
