@@ -264,3 +264,63 @@ def test_a_mirrored_result_carries_the_fast_key_its_next_call_would_compute(stra
         assert kept[1] is w.replicated_array
         assert kept[0] == Mirrored.fast_key_of(w.replicated_array, N)
         assert [c.tolist() for c in _components(w)] == [[expected] * 3] * N
+
+
+def test_calls_alternating_between_two_structures_build_two_programs_and_stay_right(strategy):
+    # ``FastCache.call`` only repeats the last hit; a call of the other structure misses there
+    # and is found by its key on the full path, so nothing is traced again.
+    traces = []
+
+    def step(x):
+        traces.append(x.shape)
+        return _sum(x) * 2.0
+
+    a = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])       # sum 0+1+2+3 = 6
+    b = tps.PerReplica([jnp.full((3,), float(i + 1)) for i in range(N)])   # sum 1+2+3+4 = 10
+    for _ in range(4):
+        for value, want in ((a, np.full(2, 12.0)), (b, np.full(3, 20.0))):
+            result = strategy.run(step, (value,))
+            for component in _components(result):
+                np.testing.assert_allclose(component, want)
+    assert sorted(traces) == [(2,), (3,)]
+
+
+def test_the_cache_s_direct_call_repeats_only_what_a_lookup_found():
+    from tpustrategy._src.execution import entry
+
+    class Program:
+        def __init__(self):
+            self.calls = []
+
+        def fast(self, arrays):
+            self.calls.append(arrays)
+            return "ran"
+
+    cache, owner, program = entry.FastCache(8), object(), Program()
+    x = jax.numpy.ones(3)
+    key = entry.fast_key((x,), None, None)[0]
+    cache.put(owner, key, program)
+    # A key in the cache but never looked up: the direct call computes nothing and misses.
+    assert cache.call(owner, (x,)) is entry.MISS
+    assert program.calls == []
+    hit = cache.lookup(owner, (x,), None, None)
+    assert hit[0] is program
+    assert cache.call(owner, (x,)) == "ran"                       # the very same objects
+    assert cache.call(owner, (jax.numpy.zeros(3),)) == "ran"      # the guard: same structure
+    assert cache.call(owner, (jax.numpy.zeros(4),)) is entry.MISS  # another shape
+    assert cache.call(object(), (x,)) is entry.MISS                # another owner
+    assert len(program.calls) == 2
+
+
+def test_the_direct_call_asks_the_gate_while_something_is_active(strategy, monkeypatch):
+    from tpustrategy._src.execution import entry
+
+    asked = []
+    cache = entry.FastCache(8, gate=lambda: asked.append(1) or False)
+    owner, x = object(), jax.numpy.ones(3)
+    cache.put(owner, entry.fast_key((x,), None, None)[0], type("P", (), {"fast": lambda self, a: "ran"})())
+    cache.lookup(owner, (x,), None, None)
+    assert cache.call(owner, (x,)) == "ran" and asked == []   # nothing active: the gate is not asked
+    monkeypatch.setattr(activity, "ANY", [None])
+    monkeypatch.setattr(entry, "ANY", activity.ANY)
+    assert cache.call(owner, (x,)) is entry.MISS and asked == [1]

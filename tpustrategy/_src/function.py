@@ -27,6 +27,7 @@ from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
+from tpustrategy._src.execution.entry import MISS
 from tpustrategy._src.execution.tracebacks import hide_library_frames
 from tpustrategy._src.variables import frames
 
@@ -45,6 +46,7 @@ class Function:
     def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
         self._compiled = CrossFunction(fn)
+        self._fast_call = self._compiled.fast_call
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -62,6 +64,10 @@ class Function:
         try:
             if ANY and (config.functions_run_eagerly() or _in_trace_or_replica()) or self._compiled.uncompiled:
                 return self._fn(*args, **kwargs)
+            if not kwargs:
+                result = self._fast_call(args)
+                if result is not MISS:
+                    return result
             return self._compiled.call(args, kwargs)
         except Exception as e:  # library frames left out (``execution.tracebacks``)
             hide_library_frames(e)

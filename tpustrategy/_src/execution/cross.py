@@ -18,6 +18,7 @@ strategies over different device sets runs its body as Python.
 from __future__ import annotations
 
 import collections
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +55,10 @@ class CrossFunction:
     def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
         self._fast = entry.FastCache(2 * _CACHE_SIZE)
+        # ``fast_call(args)``: a call without keyword arguments that repeats the last one that
+        # found a program (``FastCache.call``; the caller checked it is outside every trace),
+        # else ``MISS`` (take ``call``). Only ``call``'s lookups make those hits.
+        self.fast_call = functools.partial(self._fast.call, self)
         # Fixed once a program was built (the backend is started): the fast path is one process's.
         self._one_process = False
         self._state = trace.TraceState()
@@ -109,6 +114,7 @@ class CrossFunction:
             if decision.action is entry.Action.RAISE:
                 raise decision.error from decision.cause  # type: ignore[misc]
             self._static_scalars = True
+            self._fast.forget(self)  # scalar arguments are static now: no call is found by its key
             warnings.warn(
                 f"tps.function({name_of(self._fn)}): the function uses a scalar integer or bool array "
                 f"argument as a Python value ({decision.reason}), e.g. `for _ in range(steps)`. Such "

@@ -60,12 +60,17 @@ def _block(arr: Any) -> None:
     try:
         arr.block_until_ready()
     except jax.errors.JaxRuntimeError as e:
-        from tpustrategy._src.cluster.health import translate
+        _raise_named(e)
 
-        named = translate(e)
-        if named is e:
-            raise
-        raise named from e
+
+def _raise_named(e: Exception) -> None:
+    """Re-raises a runtime error of a wait, as the named tps error when it is a peer's fault."""
+    from tpustrategy._src.cluster.health import translate
+
+    named = translate(e)
+    if named is e:
+        raise e
+    raise named from e
 
 
 def track(outputs: Any) -> None:
@@ -104,16 +109,19 @@ def track_array(token: Any) -> None:
 def _settle() -> None:
     """Over the limit: lets the oldest half of the recorded programs go, waiting on the newest
     of them."""
-    limit = _limit if _limit is not None else _max_in_flight()
+    half = (_limit if _limit is not None else _max_in_flight()) // 2 or 1
     popleft = _pending.popleft
     newest = None
     try:
-        for _ in range(max(1, limit // 2)):
+        for _ in range(half):
             newest = popleft()
     except IndexError:  # another thread took it
         pass
     if newest is not None and not newest.is_deleted():
-        _block(newest)
+        try:  # ``_block``, inline: a loop waits here every ``half`` calls
+            newest.block_until_ready()
+        except jax.errors.JaxRuntimeError as e:
+            _raise_named(e)
         return
     # The newest output let go was donated to a later program, which ends after it did: wait on
     # the oldest output still alive (kept in the queue: it still counts as in flight).

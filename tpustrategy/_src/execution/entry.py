@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from tpustrategy._src.activity import ANY
 from tpustrategy._src.execution import specialised
 from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
 from tpustrategy._src.values.distributed import Mirrored, PerReplica
@@ -143,29 +144,42 @@ class FastCache:
     as a loop passing one batch or one step count again makes, reuses it without a key. A
     call without keyword arguments is then checked against the last hit's compiled guard
     (``specialised.compile_guard``: the key's structure read straight off the arguments, as a loop
-    passing its state back makes), and only when that fails is its key built and looked up.
+    passing its state back makes). ``call`` (the entries' first try) stops there; ``lookup`` (their
+    full path) then builds the call's key and looks it up, and is the only one that sets the
+    last hit and the guard.
     """
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, gate: Any = None):
+        """``gate``: while anything is active somewhere (``activity.ANY``), ``gate()`` says whether
+        a call may take the fast path at all (None: the caller checked already)."""
         self._size = size
+        self._gate = gate
         self._count = 0
         self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
         self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any], tuple[Any, ...]]] | None = None
-        # The last hit without keyword arguments: (owner, its key's guard, program, key).
-        self._guarded: tuple[Any, Any, Any, tuple[Any, ...]] | None = None
+        # The last hit without keyword arguments: (owner, its key's guard, program, key, split).
+        self._guarded: tuple[Any, Any, Any, tuple[Any, ...], Any] | None = None
         self._guards: dict[tuple[Any, ...], Any] = {}  # per key: its guard (None: the key has none)
 
-    def call(self, owner: Any, args: tuple[Any, ...] | list[Any], split: Any) -> Any:
-        """The result of the program cached for a call of ``owner`` with ``args`` (no keyword
-        arguments; the caller is outside every variable frame), or ``MISS`` when none is."""
-        last = self._last
-        if last is not None and last[0] is owner and len(args) == len(last[1]) \
-                and all(map(_is, args, last[1])):
-            return last[2][0].fast(last[2][1])
-        hit = self.lookup(owner, args, None, split)
-        if hit is None or hit[0] is None:
+    def call(self, owner: Any, args: tuple[Any, ...] | list[Any]) -> Any:
+        """The result of a call of ``owner`` with ``args`` (no keyword arguments; the caller is
+        outside every variable frame) when it repeats the last hit: the very same argument objects,
+        or arguments the last hit's guard passes; else ``MISS`` (then the caller's full path looks
+        the call up, by its key). Nothing is computed for a miss, so a miss costs the full path
+        nothing twice; only ``lookup`` sets what this finds."""
+        if ANY and self._gate is not None and not self._gate():
             return MISS
-        return hit[0].fast(hit[1])
+        last = self._last
+        if last is not None and last[0] is owner:
+            same, n = last[1], len(args)  # one argument: one ``is`` (``all(map(...))`` costs more)
+            if n == len(same) and (args[0] is same[0] if n == 1 else all(map(_is, args, same))):
+                return last[2][0].fast(last[2][1])
+        guarded = self._guarded
+        if guarded is not None and guarded[0] is owner:
+            arrays = guarded[1](args, guarded[4])
+            if arrays is not None:
+                return guarded[2].fast(arrays)
+        return MISS
 
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
                split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:
@@ -189,10 +203,10 @@ class FastCache:
         if program is not None and not kwargs:
             if all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
                 self._last = (owner, tuple(args), hit)
-            self._guard(owner, quick[0], program)
+            self._guard(owner, quick[0], program, split)
         return hit
 
-    def _guard(self, owner: Any, key: tuple[Any, ...], program: Any) -> None:
+    def _guard(self, owner: Any, key: tuple[Any, ...], program: Any, split: Any) -> None:
         """Remembers the hit's guard (compiled once per key) for the owner's next call."""
         if key in self._guards:
             guard = self._guards[key]
@@ -200,7 +214,7 @@ class FastCache:
             if len(self._guards) >= self._size:
                 self._guards.clear()
             guard = self._guards[key] = specialised.compile_guard(key)
-        self._guarded = (owner, guard, program, key) if guard is not None else None
+        self._guarded = (owner, guard, program, key, split) if guard is not None else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
         if self._count >= self._size:

@@ -24,7 +24,6 @@ from typing import Any
 import jax
 
 from tpustrategy._src import config
-from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution import eager, entry, host_values, ragged, signature, trace, uniform
 from tpustrategy._src.execution.entry import NeedsEager, name_of
@@ -51,30 +50,31 @@ class ReplicaRunner:
     def __init__(self, strategy: ReplicaStrategy):
         self._strategy = strategy
         self._cache: collections.OrderedDict[Any, tuple[Any, Program]] = collections.OrderedDict()
-        self._fast = entry.FastCache(2 * _CACHE_SIZE)
+        self._fast = entry.FastCache(2 * _CACHE_SIZE, gate=self._fast_allowed)
+        # ``fast_call(fn, args)``: the result of ``strategy.run(fn, args)`` when the call repeats
+        # the last one that found a program (``FastCache.call``) and nothing asks for another
+        # path (a trace, the eager switch, a replica context or another strategy's scope); else
+        # ``MISS``. The cache's own method, so a hit costs no frame of this class.
+        self.fast_call = self._fast.call
         self._states: dict[int, tuple[Any, trace.TraceState]] = {}
         self._eager_only: dict[int, Any] = {}
         self._builds_per_code: dict[Any, set[int]] = {}
         self._warned_codes: set[Any] = set()
         # Fixed once the strategy's devices exist (the backend is started): the fast path is
-        # one process's (across processes every call agrees on host-built shapes first).
+        # one process's (across processes every call agrees on host-built shapes first). Only
+        # ``call`` (one process) makes the hits ``fast_call`` repeats.
         self._one_process = jax.process_count() == 1
         self._split: Any = None
 
     # Calling ----------------------------------------------------------------------------
-    def fast_call(self, fn: Any, args: tuple[Any, ...] | list[Any]) -> Any:
-        """The result of ``strategy.run(fn, args)`` when a program was built for a call like it
-        (same function, same fast key) and nothing asks for another path (a trace, the eager
-        switch, a replica context or another strategy's scope); else ``MISS``."""
-        if ANY:  # something is active somewhere (``activity``): the finer checks
-            if not self._one_process or frames.current() is not None or config.functions_run_eagerly():
-                return MISS
-            found = context.current_entry()
-            if found is not None and (found.replica_context is not None or found.strategy is not self._strategy):
-                return MISS
-        elif not self._one_process:
-            return MISS
-        return self._fast.call(fn, args, self._split)
+    def _fast_allowed(self) -> bool:
+        """While something is active somewhere (``activity.ANY``): whether a call may still take
+        ``fast_call`` (outside every trace, functions not forced eager, in this strategy's
+        cross-replica context or none)."""
+        if frames.current() is not None or config.functions_run_eagerly():
+            return False
+        found = context.current_entry()
+        return found is None or (found.replica_context is None and found.strategy is self._strategy)
 
     def call(self, fn: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> Any:
         """``strategy.run(fn, args, kwargs)`` once the arguments are validated (cross-replica

@@ -60,7 +60,10 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {"_Mirrored": Mirrored, "_PerReplica": PerReplica,
-                                       "_ArrayImpl": _ArrayImpl, "_ndarray": np.ndarray}
+                                       "_ArrayImpl": _ArrayImpl, "_ndarray": np.ndarray,
+                                       # bound once: a class attribute read per call costs more
+                                       "_from_replicated": Mirrored.from_replicated,
+                                       "_from_output": PerReplica.from_output}
         self.n_vars = 0
         self.n_arrays = 0
 
@@ -207,8 +210,8 @@ def _leaf(w: _Writer, step: tuple[int, Any, int, int], keys: list[Any] | None = 
     how, arg, i, copy = step
     if how == MIRRORED:
         if keys is not None:
-            return f"_Mirrored.from_replicated(outs[{i}], {int(arg)}, {w.const(keys[i])})"
-        return (f"_Mirrored.from_replicated(outs[{i}], {int(arg)}, keys[{i}] "
+            return f"_from_replicated(outs[{i}], {int(arg)}, {w.const(keys[i])})"
+        return (f"_from_replicated(outs[{i}], {int(arg)}, keys[{i}] "
                 f"if type(outs[{i}]) is _ArrayImpl else None)")
     if how == PLAIN:
         return f"outs[{i}]"
@@ -219,7 +222,7 @@ def _leaf(w: _Writer, step: tuple[int, Any, int, int], keys: list[Any] | None = 
             local = f"outs[{copy}]"
         else:
             local = f"(outs[{copy}] if type(outs[{copy}]) is _ArrayImpl else None)"
-        return f"_PerReplica.from_output(outs[{i}], {int(arg)}, {local})"
+        return f"_from_output(outs[{i}], {int(arg)}, {local})"
     if how == PER_REPLICA:
         cls, shapes = arg
         return f"{w.const(cls)}.from_stacked(outs[{i}], {w.const(shapes)})"
@@ -290,7 +293,7 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
             pending_append(o)
             if len(pending) > limit: settle()
             k9(outs[1])
-            return _Mirrored.from_replicated(outs[0], 8, k10)
+            return _from_replicated(outs[0], 8, k10)
     """
     w = _Writer()
     body = _body(w, steps, treedef, keys)

@@ -100,7 +100,17 @@ class DistributedValues:
         """A program's ``[R, ...]`` result (not ragged) with ``R == num_replicas``, and its
         per-device copy when the program made one (each device's buffer is its own replica's
         component, so ``values`` are its shards: no dispatch)."""
-        return cls._blank(num_replicas, stacked, None, local_copy)
+        obj = cls.__new__(cls)  # ``_blank``'s slots, set here: one frame per program result
+        obj._values = None
+        obj._stacked = stacked
+        obj._shapes = None
+        obj._tracer = None
+        obj._replicated = None
+        obj._num_replicas = num_replicas
+        obj._home = None
+        obj._local_copy = local_copy
+        obj._fast = None
+        return obj
 
     @classmethod
     def from_replica_tracer(cls, tracer: Any, num_replicas: int) -> Any:
@@ -320,8 +330,17 @@ class Mirrored(DistributedValues):
         ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
         the same for every call), kept so the next call that passes the value needs no key.
         """
-        return cls._blank(num_replicas, None, array, None,  # type: ignore[no-any-return]
-                          (fast_key, array) if fast_key is not None else None)
+        obj = cls.__new__(cls)  # ``_blank``'s slots, set here: one frame per program result
+        obj._values = None
+        obj._stacked = None
+        obj._shapes = None
+        obj._tracer = None
+        obj._replicated = array
+        obj._num_replicas = num_replicas
+        obj._home = None
+        obj._local_copy = None
+        obj._fast = (fast_key, array) if fast_key is not None else None
+        return obj
 
     @staticmethod
     def fast_key_of(array: Any, num_replicas: int) -> tuple[Any, ...]:
