@@ -85,6 +85,28 @@ def test_many_real_programs_in_a_row_finish_with_the_default_bound():
     np.testing.assert_allclose(np.asarray(outs[-1].values[0]), np.full(4, sum(range(n))))
 
 
+def test_a_program_stands_in_the_bound_by_its_smallest_output(monkeypatch):
+    # A kept output keeps its buffers alive: the bound keeps the smallest one (here the 1-float
+    # count, not the 4096-float weights), through the general call and the generated one alike.
+    strategy = tps.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
+    with strategy.scope():
+        w = tps.Variable(jnp.zeros((64, 64)))
+    x = tps.PerReplica([jnp.full((64, 64), float(i)) for i in range(4)])
+
+    def step(v):
+        total = tps.get_replica_context().all_reduce("SUM", v)
+        w.assign(total)
+        return total, jnp.sum(total[:1, :1])
+
+    recorded = []
+    monkeypatch.setattr(dispatch, "_pending", __import__("collections").deque())
+    for _ in range(4):
+        big, small = strategy.run(step, (x,))
+        recorded.append(dispatch._pending[-1])
+        np.testing.assert_allclose(np.asarray(small.values[0]), 6.0)  # (0+1+2+3) at [0, 0]
+    assert all(t.nbytes == 4 and t.shape == () for t in recorded)
+
+
 def test_a_program_s_mirrored_results_carry_their_fast_key():
     strategy = tps.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
     x = tps.PerReplica([jnp.full((3,), float(i)) for i in range(4)])

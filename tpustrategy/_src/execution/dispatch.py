@@ -10,7 +10,8 @@ every device, and after 40 s XLA aborts the process (SIGABRT, exit 134: "Expecte
 join the rendezvous, but only 5 of them arrived on time"). Measured on 8 CPU devices: 28
 programs queued behind an 8 s program finish, 40 abort.
 
-After each dispatch we keep one output of the program; when more than ``TPS_MAX_IN_FLIGHT``
+After each dispatch we keep one output of the program (a compiled ``Program`` keeps its smallest:
+a kept output keeps its buffers, and a large one makes later programs write to fresh memory); when more than ``TPS_MAX_IN_FLIGHT``
 are outstanding, the oldest half of them are let go and we wait on the newest of those (programs
 over one device set end in the order they were dispatched), so a loop asks about readiness once
 every ``limit // 2`` calls instead of every call (a readiness query on a CPU array over 8

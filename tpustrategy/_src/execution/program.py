@@ -135,6 +135,13 @@ class Program:
         # the first call has made the Mirrored results' keys known, then the generated call
         # (``specialised.compile_call``) where the program has one.
         self.fast: Any = self._call_and_specialise
+        # The output that stands for the program in the bound on programs in flight
+        # (``dispatch``): its smallest, found at the first concrete call. Every output of a program
+        # is ready when it ends, and a kept output keeps its buffers: keeping a large one (a
+        # model's first weight) makes the next programs write their outputs to fresh memory,
+        # which measured +25 µs of CPU per call for a 64-256-10 MLP step on 8 CPU devices.
+        self._token = 0
+        self._token_found = False
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -156,8 +163,11 @@ class Program:
     def _finish(self, outs: Any) -> Any:
         """The call after the dispatch: the bound on programs in flight, the written variables'
         new values, the results."""
-        token = outs[0] if outs else None
+        token = outs[self._token] if outs else None
         if token is not None:
+            if not self._token_found and type(token) is _ArrayImpl:
+                self._token, self._token_found = _smallest(outs), True
+                token = outs[self._token]
             dispatch.track_array(token)
             if self._keys_pending and type(token) is _ArrayImpl:
                 self._fill_keys(outs)
@@ -185,6 +195,7 @@ class Program:
             return self.__call__
         generated = specialised.compile_call(
             jitted=self.jitted, num_inputs=len(self.in_split), seen=self._seen, variables=self.variables,
+            token=self._token,
             written=[(v, self._w0 + j) for j, v in enumerate(self.written)], steps=list(self._plan),
             treedef=self.out_treedef, keys=self._mirrored_keys, general=self.__call__, finish=self._finish)
         return generated if generated is not None else self.__call__
@@ -304,3 +315,10 @@ def _place_plan(plan: tuple[tuple[int, Any], ...], copies_at: int,
 
 def split_flags(specs: list[Any]) -> list[bool]:
     return [s.kind == PER_REPLICA for s in specs]
+
+
+def _smallest(outs: Sequence[Any]) -> int:
+    """The index of the output array with the fewest bytes, not none (the first on a tie; an
+    empty array's readiness may not be its program's)."""
+    sizes = [int(x.nbytes) or 1 << 62 if type(x) is _ArrayImpl else 1 << 62 for x in outs]
+    return sizes.index(min(sizes))

@@ -267,7 +267,7 @@ def _node(w: _Writer, treedef: Any, leaves: Any) -> str:
 # Program calls -----------------------------------------------------------------------------------
 
 
-def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any],
+def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any], token: int,
                  written: list[tuple[Any, int]], steps: list[tuple[int, Any, int, int]], treedef: Any,
                  keys: list[Any], general: Callable[[list[Any]], Any],
                  finish: Callable[[Any], Any]) -> Callable[[list[Any]], Any] | None:
@@ -278,7 +278,7 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
     The common case: every dynamic input and variable value is a concrete array already where
     the program takes it (its sharding is the one ``seen`` holds), so the call is the dispatch,
     the bound on programs in flight (``dispatch.tracker``), the written variables' new values
-    (``frames.value_writer``) and the results (``steps``/``treedef``, as ``compile_builder``
+    (``frames.value_writer``; ``outs[token]`` stands for the program there) and the results (``steps``/``treedef``, as ``compile_builder``
     makes them, the Mirrored results' fast ``keys`` known). Anything else goes to ``general``
     before the dispatch (an input to place, a tracer) or to ``finish`` after it (traced outputs:
     the call is inside a user's ``jax.jit``). Returns None for a structure it does not generate::
@@ -312,7 +312,7 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
                              for i, x in enumerate(names))
         lines.append(f"    if {checks}: return general(arrays)")
     lines += [f"    outs = jitted({', '.join(names)})",
-              "    o = outs[0]",
+              f"    o = outs[{int(token)}]",
               "    if type(o) is not _ArrayImpl: return finish(outs)",
               "    pending_append(o)",
               "    if len(pending) > limit: settle()"]
