@@ -2,7 +2,7 @@
 
 A call whose function and argument kinds already have a program goes straight to it
 (``ReplicaRunner.fast_call``); a call passing the very same argument objects as the last one
-even skips the key (``FastCache.lookup``'s last hit). The cases below change exactly what
+even skips the key (``FastCache.call``'s repeat of the last hit). The cases below change exactly what
 those shortcuts do not look at — a list mutated in place, a variable assigned a value on
 another placement, the context the call is made from — and check the results against
 values worked out by hand. Counted and compared, not timed.

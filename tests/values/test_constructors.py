@@ -1,9 +1,9 @@
 """Every constructor of a distributed value sets every slot.
 
-``from_replicated`` and ``from_output`` set the slots themselves (one frame per program
-result) rather than through ``_blank``; a slot added to ``DistributedValues`` and forgotten
-there would surface as an ``AttributeError`` far from its cause. Each constructor's value is
-read back through the public API too.
+Every constructor goes through ``from_parts`` (the one place that sets the slots; the generated
+result builders call it directly); a slot added to ``DistributedValues`` and forgotten there
+would surface as an ``AttributeError`` far from its cause. Each constructor's value is read
+back through the public API too.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _replicated(n):
     lambda: Mirrored.from_replicated(_replicated(8), 8, ("key",)),
     lambda: PerReplica.from_output(np.arange(16, dtype=np.float32).reshape(8, 2), 8),
     lambda: PerReplica.from_stacked(np.zeros((8, 3), np.float32)),
-    lambda: Mirrored._blank(8),
+    lambda: Mirrored.from_parts(8),
     lambda: PerReplica([np.float32(i) for i in range(8)]),
 ], ids=["from_replicated", "from_replicated_keyed", "from_output", "from_stacked", "blank", "init"])
 def test_every_constructor_sets_every_slot(make):

@@ -144,9 +144,9 @@ class FastCache:
     as a loop passing one batch or one step count again makes, reuses it without a key. A
     call without keyword arguments is then checked against the last hit's compiled guard
     (``specialised.compile_guard``: the key's structure read straight off the arguments, as a loop
-    passing its state back makes). ``call`` (the entries' first try) stops there; ``lookup`` (their
-    full path) then builds the call's key and looks it up, and is the only one that sets the
-    last hit and the guard.
+    passing its state back makes). Those two repeats are ``call`` (the entries' first try);
+    ``lookup`` (their full path) builds the call's key and looks it up, and is the only one that
+    sets the last hit and the guard.
     """
 
     def __init__(self, size: int, gate: Any = None):
@@ -157,8 +157,8 @@ class FastCache:
         self._count = 0
         self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
         self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any], tuple[Any, ...]]] | None = None
-        # The last hit without keyword arguments: (owner, its key's guard, program, key, split).
-        self._guarded: tuple[Any, Any, Any, tuple[Any, ...], Any] | None = None
+        # The last hit without keyword arguments: (owner, its key's guard, program, split).
+        self._guarded: tuple[Any, Any, Any, Any] | None = None
         self._guards: dict[tuple[Any, ...], Any] = {}  # per key: its guard (None: the key has none)
 
     def call(self, owner: Any, args: tuple[Any, ...] | list[Any]) -> Any:
@@ -176,7 +176,7 @@ class FastCache:
                 return last[2][0].fast(last[2][1])
         guarded = self._guarded
         if guarded is not None and guarded[0] is owner:
-            arrays = guarded[1](args, guarded[4])
+            arrays = guarded[1](args, guarded[3])
             if arrays is not None:
                 return guarded[2].fast(arrays)
         return MISS
@@ -184,16 +184,8 @@ class FastCache:
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
                split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:
         """``(program, dynamic inputs, fast key)`` of a call with a fast key (``program`` None
-        when none was built for it yet: the caller builds one and ``put``s it), else None."""
-        last = self._last
-        if last is not None and last[0] is owner and not kwargs and len(args) == len(last[1]) \
-                and all(map(_is, args, last[1])):
-            return last[2]
-        guarded = self._guarded
-        if guarded is not None and guarded[0] is owner and not kwargs:
-            arrays = guarded[1](args, split)
-            if arrays is not None:
-                return guarded[2], arrays, guarded[3]
+        when none was built for it yet: the caller builds one and ``put``s it), else None. The
+        entries try ``call`` first, so the repeats it checks are not checked again here."""
         quick = fast_key(args, kwargs, split)  # type: ignore[arg-type]
         if quick is None:
             return None
@@ -214,7 +206,7 @@ class FastCache:
             if len(self._guards) >= self._size:
                 self._guards.clear()
             guard = self._guards[key] = specialised.compile_guard(key)
-        self._guarded = (owner, guard, program, key, split) if guard is not None else None
+        self._guarded = (owner, guard, program, split) if guard is not None else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
         if self._count >= self._size:

@@ -63,7 +63,8 @@ class _Writer:
                                        "_ArrayImpl": _ArrayImpl, "_ndarray": np.ndarray,
                                        # bound once: a class attribute read per call costs more
                                        "_from_replicated": Mirrored.from_replicated,
-                                       "_from_output": PerReplica.from_output}
+                                       "_mirrored_parts": Mirrored.from_parts,
+                                       "_per_replica_parts": PerReplica.from_parts}
         self.n_vars = 0
         self.n_arrays = 0
 
@@ -210,7 +211,7 @@ def _leaf(w: _Writer, step: tuple[int, Any, int, int], keys: list[Any] | None = 
     how, arg, i, copy = step
     if how == MIRRORED:
         if keys is not None:
-            return f"_from_replicated(outs[{i}], {int(arg)}, {w.const(keys[i])})"
+            return f"_mirrored_parts({int(arg)}, None, outs[{i}], None, ({w.const(keys[i])}, outs[{i}]))"
         return (f"_from_replicated(outs[{i}], {int(arg)}, keys[{i}] "
                 f"if type(outs[{i}]) is _ArrayImpl else None)")
     if how == PLAIN:
@@ -222,7 +223,7 @@ def _leaf(w: _Writer, step: tuple[int, Any, int, int], keys: list[Any] | None = 
             local = f"outs[{copy}]"
         else:
             local = f"(outs[{copy}] if type(outs[{copy}]) is _ArrayImpl else None)"
-        return f"_from_output(outs[{i}], {int(arg)}, {local})"
+        return f"_per_replica_parts({int(arg)}, outs[{i}], None, {local})"  # ``from_output``, one frame
     if how == PER_REPLICA:
         cls, shapes = arg
         return f"{w.const(cls)}.from_stacked(outs[{i}], {w.const(shapes)})"
@@ -293,7 +294,7 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
             pending_append(o)
             if len(pending) > limit: settle()
             k9(outs[1])
-            return _from_replicated(outs[0], 8, k10)
+            return _mirrored_parts(8, None, outs[0], None, (k10, outs[0]))
     """
     w = _Writer()
     body = _body(w, steps, treedef, keys)

@@ -17,7 +17,7 @@ This module is the only one that touches these fields. The rest of the package
 uses the small API below: ``stacked_array``, ``shapes``, ``is_ragged``,
 ``is_traced``, ``replica_tracer``, ``replicated_array``, ``block_until_ready``,
 and the constructors ``from_stacked`` / ``from_replica_tracer`` /
-``Mirrored.from_replicated``. Distributed values are JAX pytrees, so
+``Mirrored.from_replicated`` / ``from_parts``. Distributed values are JAX pytrees, so
 ``jax.block_until_ready`` and ``jax.tree`` work on them.
 """
 
@@ -64,9 +64,11 @@ class DistributedValues:
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
-    def _blank(cls, num_replicas: int, stacked: Any = None, replicated: Any = None,
-               local_copy: Any = None, fast: Any = None) -> Any:
-        """A value with every slot set: the given representation, the rest empty."""
+    def from_parts(cls, num_replicas: int, stacked: Any = None, replicated: Any = None,
+                   local_copy: Any = None, fast: Any = None) -> Any:
+        """A value with every slot set: the given representation, the rest empty (the one place
+        that sets them; ``specialised``'s generated result builders call it directly, one frame
+        per program result)."""
         obj = cls.__new__(cls)
         obj._values = None
         obj._stacked = stacked
@@ -87,7 +89,7 @@ class DistributedValues:
           stacked: the array; padded with zeros when ``shapes`` differ.
           shapes: each replica's true component shape when they differ (ragged).
         """
-        obj = cls._blank(int(stacked.shape[0]))
+        obj = cls.from_parts(int(stacked.shape[0]))
         obj._stacked = stacked
         if shapes is not None:
             shapes = tuple(tuple(int(d) for d in s) for s in shapes)
@@ -100,22 +102,12 @@ class DistributedValues:
         """A program's ``[R, ...]`` result (not ragged) with ``R == num_replicas``, and its
         per-device copy when the program made one (each device's buffer is its own replica's
         component, so ``values`` are its shards: no dispatch)."""
-        obj = cls.__new__(cls)  # ``_blank``'s slots, set here: one frame per program result
-        obj._values = None
-        obj._stacked = stacked
-        obj._shapes = None
-        obj._tracer = None
-        obj._replicated = None
-        obj._num_replicas = num_replicas
-        obj._home = None
-        obj._local_copy = local_copy
-        obj._fast = None
-        return obj
+        return cls.from_parts(num_replicas, stacked, None, local_copy)
 
     @classmethod
     def from_replica_tracer(cls, tracer: Any, num_replicas: int) -> Any:
         """From the one per-replica tracer of a compiled replica function."""
-        obj = cls._blank(num_replicas)
+        obj = cls.from_parts(num_replicas)
         obj._tracer = tracer
         return obj
 
@@ -330,17 +322,8 @@ class Mirrored(DistributedValues):
         ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
         the same for every call), kept so the next call that passes the value needs no key.
         """
-        obj = cls.__new__(cls)  # ``_blank``'s slots, set here: one frame per program result
-        obj._values = None
-        obj._stacked = None
-        obj._shapes = None
-        obj._tracer = None
-        obj._replicated = array
-        obj._num_replicas = num_replicas
-        obj._home = None
-        obj._local_copy = None
-        obj._fast = (fast_key, array) if fast_key is not None else None
-        return obj
+        return cls.from_parts(num_replicas, None, array, None,  # type: ignore[no-any-return]
+                              (fast_key, array) if fast_key is not None else None)
 
     @staticmethod
     def fast_key_of(array: Any, num_replicas: int) -> tuple[Any, ...]:
@@ -417,7 +400,7 @@ def _flatten(v: DistributedValues) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 def _unflatten(cls: type[DistributedValues]) -> Any:
     def build(aux: tuple[Any, ...], children: Sequence[Any]) -> Any:
         kind, n, shapes = aux
-        obj = cls._blank(n)
+        obj = cls.from_parts(n)
         if kind == "stacked":
             obj._stacked = children[0]
             obj._shapes = shapes
