@@ -14,7 +14,8 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "tpustrategy" / "_src"
 # Lower layers first; a package may import only packages of earlier layers.
 LAYERS = [
     {"activity"},
-    {"errors", "config", "reduce_op", "lazy", "jax_shims", "not_provided", "context", "types", "background"},
+    {"errors", "config", "reduce_op", "lazy", "jax_shims", "not_provided", "context", "types", "background",
+     "before_exit"},
     {"data", "lookup", "values"},
     {"devices"},
     {"cluster"},

@@ -159,6 +159,28 @@ def test_interpreter_exit_waits_for_the_save(tmp_path):
     assert path.endswith("ckpt-1") and ckpt.step == 7 and ckpt.big.min() == 7
 
 
+def test_a_program_ending_by_sys_exit_right_after_the_save_finds_it_on_disk(tmp_path):
+    # Python 3.12 refuses new threads once finalization begins, and orbax needs some to write:
+    # the save must be finished before that, also when the program ends by sys.exit.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, numpy as np, tpustrategy as tps\n"
+        "def main():\n"
+        "    ckpt = tps.train.Checkpoint(big=np.full(1 << 22, 5, np.float32), step=5)\n"
+        f"    manager = tps.train.CheckpointManager(ckpt, {str(tmp_path / 'ckpts')!r}, max_to_keep=1)\n"
+        "    manager.save(options=tps.train.CheckpointOptions(enable_async=True))\n"
+        "    return 0\n"
+        "sys.exit(main())\n")
+    env = clean_env()
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
+    proc = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0 and "failed" not in proc.stderr, proc.stderr[-3000:]
+    ckpt = tps.train.Checkpoint(big=np.zeros(1 << 22, np.float32), step=0)
+    ckpt.restore(tps.train.latest_checkpoint(str(tmp_path / "ckpts"))).assert_consumed()
+    assert ckpt.step == 5 and ckpt.big.min() == 5
+
+
 def test_a_kill_during_asynchronous_saves_keeps_the_last_committed_one(tmp_path):
     directory = str(tmp_path)
     proc = _python(

@@ -109,8 +109,17 @@ def test_params_key_ignores_derivative_rules_and_tells_different_bodies_apart():
 def test_both_halves_of_an_async_collective_are_collectives():
     from jax._src.lax import parallel  # JAX's async collectives have no public name yet
 
-    eqns = _jaxpr(lambda x: parallel.psum_start(x, "replica").done(), jnp.ones(2)).eqns
-    assert [e.primitive.name for e in eqns] == ["psum_start", "psum_done"]
+    # Traced in a shard_map, where the operand varies over the axis: JAX 0.11+ makes an async
+    # all-reduce only of a varying value (its start half is then named psum_invariant_start).
+    mesh = jax.sharding.Mesh(jax.devices()[:1], ("replica",))
+    inner = jax.shard_map(lambda x: parallel.psum_start(x, "replica").done(), mesh=mesh,
+                          in_specs=jax.sharding.PartitionSpec("replica"),
+                          out_specs=jax.sharding.PartitionSpec())
+    (outer,) = jax.make_jaxpr(inner)(jnp.ones(2)).eqns
+    eqns = jaxpr_tools.subjaxprs(outer.params)[0].eqns
+    names = [e.primitive.name for e in eqns]
+    assert len(names) == 2 and names[0].startswith("psum") and names[0].endswith("_start"), names
+    assert names[1] == "psum_done"
     assert all(jaxpr_tools.is_collective(e) for e in eqns)
     assert "axes" not in eqns[1].params  # the done half names no axis: the module rule finds it
 

@@ -11,17 +11,19 @@ chained after the commit (a manager's state file and deletions).
 
 One asynchronous save is in flight per process at a time: the next save, any
 ``restore``/``read``, ``CheckpointManager.sync()`` / ``Checkpoint.sync()`` and
-interpreter exit wait for it (`wait_all`); its error, if any, is raised by
+the end of the main program (``before_exit``: before the interpreter starts
+to finalize) wait for it (`wait_all`); its error, if any, is raised by
 the first of those to wait. A crash during it loses only that save (its
 ``.tps-tmp`` folder is removed by the next save or manager start).
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
 from collections.abc import Callable
+
+from tpustrategy._src import before_exit
 
 _log = logging.getLogger("tpustrategy.checkpoint")
 _LOCK = threading.Lock()
@@ -44,6 +46,9 @@ class PendingSave:
         self._thread = threading.Thread(target=run, name=f"tps-checkpoint-save:{path}", daemon=True)
         with _LOCK:
             _PENDING.append(self)
+        # Orbax's writer starts threads, which Python refuses once finalization begins:
+        # the end of the main program waits for the save before that.
+        before_exit.arm(_wait_at_exit, _unfinished)
         self._thread.start()
 
     def done(self) -> bool:
@@ -79,31 +84,12 @@ def in_flight() -> bool:
         return any(not p.done() for p in _PENDING)
 
 
+def _unfinished() -> bool:
+    return bool(_PENDING)  # no lock: before_exit may ask while this thread holds it
+
+
 def _wait_at_exit() -> None:
     try:
         wait_all()
-    except BaseException as e:  # the interpreter is exiting: say so, do not raise
+    except BaseException as e:  # the program is ending: say so, do not raise
         _log.error("An asynchronous checkpoint save failed before exit: %s", e)
-
-
-def _register_exit_wait() -> None:
-    """Waits at exit *before* ``concurrent.futures`` stops taking work.
-
-    Orbax writes through ``asyncio`` executors, which refuse new work once
-    the interpreter's shutdown has begun — before ``atexit`` handlers run.
-    Python's hook for callbacks that run ahead of that (the one
-    ``concurrent.futures`` itself uses) is ``threading._register_atexit``;
-    its callbacks run last-registered first, so registering after
-    ``concurrent.futures`` was imported makes the wait come first. Without
-    that hook, ``atexit`` is the fallback.
-    """
-    import concurrent.futures.thread  # noqa: F401  (registered before us, so it runs after us)
-
-    hook = getattr(threading, "_register_atexit", None)
-    if hook is not None:
-        hook(_wait_at_exit)
-    else:  # pragma: no cover - every supported Python has the hook
-        atexit.register(_wait_at_exit)
-
-
-_register_exit_wait()

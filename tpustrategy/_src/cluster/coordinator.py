@@ -19,6 +19,7 @@ it is given.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -47,9 +48,18 @@ class HostedService:
             pass
 
 
-def start(bind_address: str, num_processes: int, *, heartbeat_timeout: int | None,
-          shutdown_timeout: int | None, linger: float = LINGER_S) -> HostedService:
+def start(bind_address: str, num_processes: int, *, linger: float = LINGER_S,
+          **service_kwargs: Any) -> HostedService:
     """Starts the helper and waits until its service listens on ``bind_address``.
+
+    Args:
+      bind_address: ``host:port`` the service listens on.
+      num_processes: how many processes will join.
+      linger: seconds the helper keeps serving after process 0 is gone.
+      **service_kwargs: every keyword argument JAX's join gave the factory
+        (``heartbeat_timeout``, ``shutdown_timeout``, and whatever a newer jaxlib
+        adds, e.g. the mTLS files); the helper passes each one that is not None
+        on to jaxlib's own factory unchanged.
 
     Raises:
       RuntimeError: the service could not listen there (port in use, or an
@@ -57,9 +67,10 @@ def start(bind_address: str, num_processes: int, *, heartbeat_timeout: int | Non
     """
     # -P: this file's folder (our modules) must not shadow anything jaxlib imports.
     safe = ["-P"] if sys.version_info >= (3, 11) else []
+    passed = {k: v for k, v in service_kwargs.items() if v is not None}
     command = [sys.executable, "-u", *safe, os.path.abspath(__file__), bind_address,
-               str(num_processes), str(heartbeat_timeout or 0), str(shutdown_timeout or 0),
-               str(linger), os.environ.get("TPS_LAUNCHER_PID", "0")]
+               str(num_processes), json.dumps(passed), str(linger),
+               os.environ.get("TPS_LAUNCHER_PID", "0")]
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env, close_fds=True)
@@ -68,6 +79,13 @@ def start(bind_address: str, num_processes: int, *, heartbeat_timeout: int | Non
     if line != _READY:
         proc.wait()
         reason = line.partition(" ")[2] or f"the helper exited with code {proc.returncode}"
+        if reason.startswith("TypeError"):
+            from tpustrategy._src.jax_shims import supported
+
+            raise RuntimeError(
+                f"tps.initialize: this jaxlib's coordination-service factory refused the "
+                f"arguments JAX's join gave it ({', '.join(sorted(passed)) or 'none'}): {reason}.\n"
+                + supported.FIX)
         raise RuntimeError(
             f"tps.initialize: the coordination service could not listen on {bind_address} "
             f"({reason}).\nAnother program may use that port, or the host is not an address of "
@@ -88,16 +106,12 @@ def hosted(enabled: bool, *, linger: float = LINGER_S) -> Iterator[None]:
     from tpustrategy._src.jax_shims import runtime_service
 
     def make(original: Any) -> Any:
-        def get_service(address: str, num_nodes: int, heartbeat_timeout: int | None = None,
-                        cluster_register_timeout: int | None = None,
-                        shutdown_timeout: int | None = None,
-                        recoverable: bool | None = None) -> Any:
-            if recoverable or cluster_register_timeout is not None:
-                return original(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
-                                cluster_register_timeout=cluster_register_timeout,
-                                shutdown_timeout=shutdown_timeout, recoverable=recoverable)
-            return start(address, num_nodes, heartbeat_timeout=heartbeat_timeout,
-                         shutdown_timeout=shutdown_timeout, linger=linger)
+        def get_service(address: str, num_nodes: int, **kwargs: Any) -> Any:
+            # Recoverable jobs let processes leave and rejoin: JAX's own in-process service
+            # (the helper's linger-and-stop rule is written for a job that ends together).
+            if kwargs.get("recoverable"):
+                return original(address, num_nodes, **kwargs)
+            return start(address, num_nodes, linger=linger, **kwargs)
 
         return get_service
 
@@ -149,13 +163,11 @@ def _load_shim() -> Any:
 
 
 def _serve(argv: list[str]) -> int:
-    bind, num, heartbeat, shutdown, linger, launcher = argv
+    bind, num, passed, linger, launcher = argv
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     port = int(bind.rsplit(":", 1)[1])
     try:
-        kwargs = {k: int(v) for k, v in (("heartbeat_timeout", heartbeat),
-                                          ("shutdown_timeout", shutdown)) if int(v) > 0}
-        service = _load_shim().start(bind, int(num), **kwargs)
+        service = _load_shim().start(bind, int(num), **json.loads(passed))
     except Exception as err:  # noqa: BLE001 - reported to process 0, which raises
         print(f"error {type(err).__name__}: {err}", flush=True)
         return 1

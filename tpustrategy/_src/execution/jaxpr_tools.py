@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from jax.extend import core as jcore
 
+from tpustrategy._src.jax_shims import scan_params
+
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 # Call primitives: name -> the parameter holding the body (operands map to its inputs).
@@ -155,11 +157,11 @@ def scan_layout(eqn: Any) -> tuple[int, int] | None:
     if eqn.primitive.name != "scan":
         return None
     subs = subjaxprs(eqn.params)
-    consts, carry = eqn.params.get("num_consts"), eqn.params.get("num_carry")
-    if len(subs) != 1 or not isinstance(consts, int) or not isinstance(carry, int) \
+    layout = scan_params.layout(eqn.params)
+    if len(subs) != 1 or layout is None \
             or len(subs[0].invars) != len(eqn.invars) or len(subs[0].outvars) != len(eqn.outvars):
         return None
-    return consts, carry
+    return layout
 
 
 def unrolled(eqn: Any, axis_size: int, max_length: int = 64) -> tuple[Any, list[Any]] | None:

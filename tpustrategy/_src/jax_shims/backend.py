@@ -11,6 +11,8 @@ not do. When a private name moves, ``check()`` raises and ``tests/jax_shims`` fa
 
 from __future__ import annotations
 
+from tpustrategy._src.jax_shims import supported
+
 
 def check() -> None:
     """Raises ``RuntimeError`` when the private names this module reads are gone."""
@@ -21,7 +23,7 @@ def check() -> None:
         if not callable(getattr(module, name, None)):
             raise RuntimeError(
                 f"tpustrategy: {module.__name__}.{name} moved in this JAX version.\n"
-                "Fix: use the JAX range tpustrategy pins (pyproject.toml: jax>=0.10.2,<0.11).")
+                + supported.FIX)
 
 
 def backends_started() -> bool:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tpustrategy._src.jax_shims import supported
+
 _WHERE = "jax._src.distributed.global_state"
 
 
@@ -42,8 +44,7 @@ def _state() -> Any:
 
 def _moved(name: str) -> str:
     return (f"tpustrategy: {name} moved in this JAX version; multi-process jobs need the "
-            "coordination-service client it holds.\nFix: use the JAX range tpustrategy pins "
-            "(pyproject.toml: jax>=0.10.2,<0.11).")
+            "coordination-service client it holds.\n" + supported.FIX)
 
 
 def check() -> None:

@@ -35,8 +35,8 @@ def check() -> None:
     if not callable(factory):
         raise RuntimeError(
             f"tpustrategy: jaxlib._jax.{NAME} moved in this jaxlib version, so process 0's "
-            "coordination service cannot be hosted apart from it.\nFix: use the JAX range "
-            "tpustrategy pins (pyproject.toml: jax>=0.10.2,<0.11).")
+            "coordination service cannot be hosted apart from it.\nFix: install a JAX release "
+            "tpustrategy supports: pip install 'jax>=0.10.2,<0.13'.")
 
 
 def start(bind_address: str, num_processes: int, **kwargs: Any) -> Any:

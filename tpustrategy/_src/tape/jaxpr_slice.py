@@ -33,6 +33,8 @@ import numpy as np
 from jax._src import core as _core
 from jax._src.interpreters import partial_eval as _pe
 
+from tpustrategy._src.jax_shims import supported
+
 DynamicJaxprTracer = _pe.DynamicJaxprTracer
 _EQN_FIELDS = ("in_tracers", "outvars", "primitive", "params", "ctx")
 
@@ -42,22 +44,22 @@ def check() -> None:
     for name in ("DynamicJaxprTracer", "TracingEqn"):
         if not hasattr(_pe, name):
             raise ImportError(f"tps.GradientTape needs jax._src.interpreters.partial_eval.{name}; this "
-                              f"JAX ({jax.__version__}) has none.\nFix: install jax>=0.10.2,<0.11.")
+                              f"JAX ({jax.__version__}) has none.\n" + supported.FIX)
     for name in ("Trace", "Tracer", "EvalTrace", "trace_ctx", "set_current_trace", "typeof"):
         if not hasattr(_core, name):
             raise ImportError(f"tps.GradientTape (eager) needs jax._src.core.{name}; this JAX ({jax.__version__}) "
-                              "has none.\nFix: install jax>=0.10.2,<0.11.")
+                              "has none.\n" + supported.FIX)
     if not hasattr(_pe.JaxprStackFrame, "tracing_eqns") and "tracing_eqns" not in getattr(
             _pe.JaxprStackFrame, "__slots__", ()):
         raise ImportError(f"tps.GradientTape: JAX {jax.__version__} has no JaxprStackFrame.tracing_eqns.\n"
-                          "Fix: install jax>=0.10.2,<0.11.")
+                          + supported.FIX)
     slots = set(getattr(_pe.DynamicJaxprTracer, "__slots__", ()))
     missing = [s for s in ("val", "parent") if s not in slots]
     eqn_fields = set(getattr(_pe.TracingEqn, "__annotations__", {}))
     missing += [f for f in _EQN_FIELDS if f not in eqn_fields]
     if missing:
         raise ImportError(f"tps.GradientTape: JAX {jax.__version__} moved tracing internals {missing}.\n"
-                          "Fix: install jax>=0.10.2,<0.11.")
+                          + supported.FIX)
 
 
 def position() -> tuple[Any, int] | None:
