@@ -1,31 +1,63 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# The test suite runs in two legs, each from its own lock (requirements/, made by tools/make_locks):
+#   .venv        Python 3.11 with JAX 0.10.2, the oldest JAX supported (also the demo's environment);
+#   .venv-py312  Python 3.12 with the newest JAX the range allows.
+LOCK      := requirements/py311.txt
+VENV312   := .venv-py312
+PY312     := $(VENV312)/bin/python
+LOCK312   := requirements/py312.txt
+PYTHON312 ?=
 # TensorFlow (CPU) for the benchmarks' tf.data rows only: pyproject's `bench` extra. It lives in its
 # own venv, driven as a subprocess, because tensorflow-cpu 2.21 pins h5py<3.15 and would downgrade
 # the test extras' h5py in .venv (jax, keras and protobuf versions would be unchanged).
 TFVENV := .venv-tf
 TF_SPEC := tensorflow-cpu>=2.21,<2.22
 
-.PHONY: test demo bench lint typecheck clean
+.PHONY: test test-py311 test-py312 demo bench lint typecheck lock clean
 
-$(VENV)/.installed-base: pyproject.toml
+$(VENV)/.installed-base: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[demo]"
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[demo]"
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml
+$(VENV)/.installed-test: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[test]"
 	touch $(VENV)/.installed-base $@
 
-test: $(VENV)/.installed-test
+# A missing Python 3.12 stops here with tools/find_python's message (never a silent skip).
+$(VENV312)/.installed-test: pyproject.toml $(LOCK312)
+	@test -x $(PY312) || { py="$(PYTHON312)"; [ -n "$$py" ] || py="$$(tools/find_python 3.12)" || exit 1; \
+	  echo "$$py -m venv $(VENV312)"; "$$py" -m venv $(VENV312); }
+	$(PY312) -m pip install --quiet --upgrade pip
+	$(PY312) -m pip install --quiet -c $(LOCK312) -e ".[test]"
+	touch $@
+
+LEG = -c 'import platform, jax; print(f"== Python {platform.python_version()}, JAX {jax.__version__} ==", flush=True)'
+
+# Both legs run even when the first fails; the target fails if either did.
+test:
+	@status=0; $(MAKE) --no-print-directory test-py311 || status=1; \
+	$(MAKE) --no-print-directory test-py312 || status=1; exit $$status
+
+test-py311: $(VENV)/.installed-test
+	@$(PY) $(LEG)
 	$(PY) -m pytest -q tests
+
+test-py312: $(VENV312)/.installed-test
+	@$(PY312) $(LEG)
+	$(PY312) -m pytest -q tests
 
 demo: $(VENV)/.installed-base
 	$(PY) -m tpustrategy.demo
+
+# Re-resolves both legs' locks from scratch (see tools/make_locks); commit them with the change.
+lock:
+	tools/make_locks
 
 $(TFVENV)/.installed: pyproject.toml
 	test -x $(TFVENV)/bin/python || $(PYTHON) -m venv $(TFVENV)
@@ -46,4 +78,4 @@ typecheck: $(VENV)/.installed-test
 	$(PY) -m mypy $(TYPECHECKED)
 
 clean:
-	rm -rf $(VENV) $(TFVENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VENV312) $(TFVENV) build *.egg-info .pytest_cache
