@@ -326,7 +326,8 @@ class DistributedDataset(interfaces.DistributedDataset):
     def _pieces_of(self, element: Any) -> tuple[list[Any], Any] | None:
         plan, n, local = self._plan, self._num_replicas, self._num_local
         api = "experimental_distribute_dataset"
-        if n == 1:
+        policy = self._options.partial_batch
+        if n == 1 and policy == "ragged":  # one replica takes the element as it is
             return [element], None
         b = split.batch_size_of(split.leaves_with_paths(element), api, n)
         first = self._pipeline_id * local
@@ -343,7 +344,6 @@ class DistributedDataset(interfaces.DistributedDataset):
                 sizes = split.piece_sizes(plan.global_batch, n)[first:first + local]
             else:
                 sizes = split.piece_sizes(b, local)
-        policy = self._options.partial_batch
         if not full and policy == "drop":
             return None
         pieces = split.split_element(element, sizes)
