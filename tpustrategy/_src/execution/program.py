@@ -40,6 +40,19 @@ def _is_tracer(x: Any) -> bool:
     return isinstance(x, _Tracer)
 
 
+def _already_on(x: jax.Array, target: Any) -> bool:
+    """Whether ``x`` lies where ``target`` puts it: the same sharding, or an equivalent one (an
+    array on one device taken by a one-device mesh: ``SingleDeviceSharding`` and ``NamedSharding``
+    describe the same layout). A program takes such an array as it is, without a copy."""
+    sharding = x.sharding
+    if sharding == target:
+        return True
+    try:
+        return bool(sharding.is_equivalent_to(target, x.ndim))
+    except (TypeError, ValueError, AttributeError):  # shardings of different kinds JAX cannot compare
+        return False
+
+
 @dataclass
 class Placement:
     """Where a strategy's programs take their inputs."""
@@ -64,7 +77,7 @@ class Placement:
         if _is_tracer(x):
             return x
         if isinstance(x, jax.Array):
-            if x.sharding == target:
+            if _already_on(x, target):
                 return x
             if target is self.replicated and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated \
                     and x.sharding.device_set == target.device_set:
@@ -207,7 +220,7 @@ class Program:
         """``inputs`` with input ``i`` placed on its target (a copy when ``inputs`` is the
         caller's ``arrays``); a sharding found equal to the target is remembered."""
         x, target = inputs[i], self._targets[i]
-        if type(x) is _ArrayImpl and x.sharding == target:
+        if type(x) is _ArrayImpl and _already_on(x, target):
             self._seen[i] = x.sharding
             return inputs
         if inputs is arrays:
