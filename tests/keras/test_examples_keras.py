@@ -1,6 +1,7 @@
 """The Keras examples run and learn: the TPU guide's Keras section and the custom-training tutorial."""
 
 import importlib.util
+import os
 import pathlib
 
 import jax
@@ -12,10 +13,20 @@ import tpustrategy as tps
 
 
 def _load(name):
+    # keras_custom_loop adds --xla_force_host_platform_device_count=8 to XLA_FLAGS unless the flag
+    # already says 8: JAX starts first, with this run's devices (--devices), and the flag is taken back.
+    jax.devices()
+    flags = os.environ.get("XLA_FLAGS")
     path = pathlib.Path(__file__).parents[2] / "examples" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    try:
+        spec.loader.exec_module(example)
+    finally:
+        if flags is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = flags
     return example
 
 
@@ -27,6 +38,7 @@ def test_the_keras_fit_example_trains_over_the_tfrecord_pipeline():
     assert history["val_sparse_categorical_accuracy"][-1] > 0.6
 
 
+@pytest.mark.devices(8)  # 8 replicas of 16 examples against one device's 128
 def test_the_keras_custom_loop_example_on_8_replicas_equals_one_device():
     pytest.importorskip("sklearn")
     example = _load("keras_custom_loop")

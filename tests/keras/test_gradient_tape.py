@@ -27,11 +27,15 @@ def test_the_tape_gives_each_replica_its_own_gradient_in_run_and_in_function():
             y = jnp.sum(jnp.sin(x * w)) + b * b
         return tape.gradient(y, {"w": w, "b": b})
 
-    x = _per_replica(strategy, lambda r: jnp.full((3,), float(r)))
+    x = _per_replica(strategy, lambda r: jnp.full((3,), float(r + 1)))
     for grads in (strategy.run(step, (x,)), tps.function(lambda x: strategy.run(step, (x,)))(x)):
-        for r, g in enumerate(grads["w"].values):
-            np.testing.assert_allclose(g, r * np.cos(r * np.ones(3)), rtol=1e-6)   # d/dw sum(sin(x w)) = x cos(x w)
-        np.testing.assert_allclose(grads["b"].values[5], 4.0)
+        per_replica = strategy.experimental_local_results(grads["w"])
+        assert len(per_replica) == strategy.num_replicas_in_sync
+        for r, g in enumerate(per_replica):
+            x_r = r + 1.0
+            np.testing.assert_allclose(g, x_r * np.cos(x_r * np.ones(3)), rtol=1e-6)   # d/dw sum(sin(x w)) = x cos(x w)
+        for g in strategy.experimental_local_results(grads["b"]):
+            np.testing.assert_allclose(g, 4.0)
 
 
 def test_gradients_through_an_all_reduce_follow_tensorflow():
@@ -45,7 +49,9 @@ def test_gradients_through_an_all_reduce_follow_tensorflow():
         return tape.gradient(total, w)
 
     g = strategy.run(step)
-    np.testing.assert_allclose([float(v) for v in g.values], [3.0 * 8] * 8)  # the all-reduce's transpose
+    r = strategy.num_replicas_in_sync
+    # the all-reduce's transpose: every replica's cotangent summed
+    np.testing.assert_allclose([float(v) for v in strategy.experimental_local_results(g)], [3.0 * r] * r)
 
 
 def test_watch_persistent_and_unconnected_sources():
@@ -65,9 +71,10 @@ def test_watch_persistent_and_unconnected_sources():
         return gx, gw, gf is None, gu is None, zero
 
     gx, gw, frozen_none, unused_none, zero = strategy.run(step, (jnp.asarray(2.0),))
-    assert float(gx.values[0]) == 12.0 and float(gw.values[1]) == 4.0
+    local = strategy.experimental_local_results
+    assert float(local(gx)[0]) == 12.0 and float(local(gw)[-1]) == 4.0
     assert frozen_none and unused_none          # not watched / not connected: None, as in TF
-    assert float(zero.values[0]) == 0.0
+    assert float(local(zero)[0]) == 0.0
 
 
 def test_a_non_persistent_tape_refuses_a_second_gradient():

@@ -39,6 +39,14 @@ def subclassed():
     return Subclassed()
 
 
+def assert_the_strategys(variable, strategy):
+    """Built under ``strategy``: its variable (not the default strategy's), replicated on its devices."""
+    assert variable.__dict__["_tps_state"]._strategy is strategy
+    sharding = variable.value.sharding
+    assert len(sharding.device_set) == strategy.num_replicas_in_sync == jax.device_count()
+    assert sharding.is_fully_replicated
+
+
 def one_device(make, steps):
     """The same model built at its first eager call on one device, trained by Keras stateless calls."""
     model = make()
@@ -98,7 +106,7 @@ def test_a_model_built_at_its_first_call_in_the_distributed_step_equals_one_devi
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for v, w in zip(model.trainable_variables, want_trainable):
         np.testing.assert_allclose(v.numpy(), w, rtol=1e-5, atol=1e-6)
-        assert len(v.value.sharding.device_set) == 8 and v.value.sharding.is_fully_replicated
+        assert_the_strategys(v, strategy)
     assert int(optimizer.iterations.numpy()) == 4
 
 
@@ -128,7 +136,7 @@ def test_a_module_style_wrapper_creating_a_variable_from_a_traced_value_is_initi
     first = strategy.gather(run(next(it)), axis=0)
     np.testing.assert_allclose(np.asarray(first), X[:16] @ np.full((8, 3), 0.5, np.float32), rtol=1e-5)
     np.testing.assert_allclose(layer.w.numpy(), np.full((8, 3), 0.5), rtol=0)
-    assert len(layer.w.value.sharding.device_set) == 8
+    assert_the_strategys(layer.w, strategy)
     second = strategy.gather(run(next(it)), axis=0)   # the same variable, not made again
     np.testing.assert_allclose(np.asarray(second), X[16:32] @ np.full((8, 3), 0.5, np.float32), rtol=1e-5)
 
@@ -152,8 +160,7 @@ def test_a_model_compiled_in_the_scope_and_built_by_fit_outside_it_is_built_unde
     model = _compiled_lazy(strategy)
     got = model.fit(tpsd.Dataset.from_tensor_slices((X, Y)).batch(16), epochs=2, verbose=0).history
     np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-5, atol=1e-6)
-    kernel = model.layers[0].kernel
-    assert len(kernel.value.sharding.device_set) == 8 and kernel.value.sharding.is_fully_replicated
+    assert_the_strategys(model.layers[0].kernel, strategy)
 
 
 def test_a_model_created_in_the_scope_and_first_called_outside_it_is_the_strategys():
@@ -165,4 +172,5 @@ def test_a_model_created_in_the_scope_and_first_called_outside_it_is_the_strateg
     np.testing.assert_allclose(np.asarray(model(X[:4])), want, rtol=1e-6)
     predicted = model.predict(X, batch_size=16, verbose=0)
     np.testing.assert_allclose(predicted, np.asarray(reference(X)), rtol=1e-5, atol=1e-6)
-    assert all(len(v.value.sharding.device_set) == 8 for v in model.weights)
+    for v in model.weights:
+        assert_the_strategys(v, strategy)

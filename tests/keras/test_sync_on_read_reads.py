@@ -9,6 +9,7 @@ assigned without running the aggregate program again.
 
 import keras
 import numpy as np
+import pytest
 
 import tpustrategy as tps
 from tpustrategy._src.keras import variables as keras_variables
@@ -73,6 +74,7 @@ def test_a_read_after_a_replica_update_still_aggregates_the_replicas():
     assert float(mean.result()) == sum(range(1, r + 1)) / r
 
 
+@pytest.mark.devices(3)  # three replicas' copies: a share of 1/3 is inexact
 def test_the_host_spread_gives_the_spread_program_s_copies(monkeypatch):
     """Each aggregation rule and dtype: the copies made on the host are the program's (a float
     share within one rounding: the host's is the correctly rounded ``value / n``), and a value
