@@ -21,9 +21,10 @@ import os
 import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-_FLAG = "--xla_force_host_platform_device_count=8"  # fake CPU devices, before JAX starts
+# 8 fake CPU devices before JAX starts, unless the caller chose a count (=1: one device).
+_FLAG = "--xla_force_host_platform_device_count"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}=8".strip()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

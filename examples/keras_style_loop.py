@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import tempfile
 
-_FLAG = "--xla_force_host_platform_device_count=8"  # fake CPU devices, before JAX starts
+# 8 fake CPU devices before JAX starts, unless the caller chose a count (=1: one device).
+_FLAG = "--xla_force_host_platform_device_count"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}=8".strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
