@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
+from jax.sharding import NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
 import tpustrategy._src.keras.device_mesh as device_mesh
@@ -230,8 +230,12 @@ def _place(value: Any, sharding: Any) -> Any:
     if isinstance(value, jax.core.Tracer):
         return value  # inside another trace (Keras's symbolic build): the trace lays it out
     if isinstance(value, jax.Array):
-        if value.sharding == sharding or value.sharding.is_equivalent_to(sharding, value.ndim):
+        if value.sharding == sharding or (value.sharding.is_equivalent_to(sharding, value.ndim) and (
+                isinstance(value.sharding, SingleDeviceSharding) == isinstance(sharding, SingleDeviceSharding))):
             return value  # Keras's state sync hands back the step's outputs, already laid out
+        # On a one-device mesh an array on that device is laid out alike, but Keras checks that its
+        # state is all local or all mesh-aware ("Detected a mix of local ... and distributed
+        # variables"): every adopted value takes the mesh's sharding.
         if not (sharding.is_fully_addressable and value.is_fully_addressable):
             return _reshard(sharding)(value)  # a global array (several processes): every process runs this
         return jax.device_put(value, sharding)
