@@ -115,6 +115,10 @@ class Program:
     one_shot: bool = False  # initialises variables created while tracing: never reused
     # Dynamic results (by index) that also come back as per-device copies (``uniform.local_copies``).
     local_copies: list[int] | None = None
+    # ``jit_with(donate_argnums)``: the same program jitted with those arguments donated, and the
+    # arguments that may be donated (``donatable_inputs``: written variables' current values).
+    jit_with: Any = None
+    donatable: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         placement = self.placement
@@ -176,7 +180,7 @@ class Program:
         """The call after the dispatch: the bound on programs in flight, the written variables'
         new values, the results."""
         if outs and self._token is None and type(outs[0]) is _ArrayImpl:
-            self._token = _smallest(outs)
+            self._token = _smallest(outs, range(self._w0, self._w1))
         token = outs[self._token or 0] if outs else None
         if token is not None:
             dispatch.track_array(token)
@@ -206,10 +210,25 @@ class Program:
             return self.__call__
         generated = specialised.compile_call(
             jitted=self.jitted, num_inputs=len(self.in_split), seen=self._seen, variables=self.variables,
-            token=self._token or 0,
+            donating=self._donating(), token=self._token or 0,
             written=[(v, self._w0 + j) for j, v in enumerate(self.written)], steps=list(self._plan),
             treedef=self.out_treedef, keys=self._mirrored_keys, general=self.__call__, finish=self._finish)
         return generated if generated is not None else self.__call__
+
+    def _donating(self) -> tuple[Any, tuple[int, ...]] | None:
+        """``(jitted, argument indices)``: the program donating the written variables' current
+        values, for the generated call to use when nothing else holds them; None: no donation.
+        The variable whose new value stands for the program in the bound on programs in flight
+        is left out (``dispatch`` keeps that array)."""
+        if self.jit_with is None or not self.donatable:
+            return None
+        token = self._token or 0
+        kept = None
+        if self._w0 <= token < self._w1:
+            written = self.written[token - self._w0]
+            kept = next((len(self.in_split) + i for i, v in enumerate(self.variables) if v is written), None)
+        donate = tuple(i for i in self.donatable if i != kept)
+        return (self.jit_with(donate), donate) if donate else None
 
     def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
         if type(array) is not _ArrayImpl:
@@ -328,8 +347,27 @@ def split_flags(specs: list[Any]) -> list[bool]:
     return [s.kind == PER_REPLICA for s in specs]
 
 
-def _smallest(outs: Sequence[Any]) -> int:
+def _smallest(outs: Sequence[Any], written: range = range(0)) -> int:
     """The index of the output array with the fewest bytes, not none (the first on a tie; an
-    empty array's readiness may not be its program's)."""
+    empty array's readiness may not be its program's), a result rather than a written variable's
+    new value when there is one (a kept variable value could not be donated to the next call)."""
     sizes = [int(x.nbytes) or 1 << 62 if type(x) is _ArrayImpl else 1 << 62 for x in outs]
-    return sizes.index(min(sizes))
+    results = [i for i in range(len(outs)) if i not in written and sizes[i] < 1 << 62]
+    return min(results, key=sizes.__getitem__) if results else sizes.index(min(sizes))
+
+
+def donatable_inputs(closed: Any, num_inputs: int, variables: list[Any], written: list[Any]) -> tuple[int, ...]:
+    """The argument indices of written variables whose old value the program may overwrite: the
+    variable enters the program (after ``num_inputs`` dynamic inputs) and leaves it with the same
+    shape and dtype (``closed``: the traced program, its outputs ending with the written values)."""
+    invars, outvars = closed.jaxpr.invars, closed.jaxpr.outvars
+    first = len(outvars) - len(written)
+    found = []
+    for j, var in enumerate(written):
+        i = next((i for i, v in enumerate(variables) if v is var), None)
+        if i is None or num_inputs + i >= len(invars):
+            continue
+        a, b = invars[num_inputs + i].aval, outvars[first + j].aval
+        if getattr(a, "shape", None) == getattr(b, "shape", ()) and getattr(a, "dtype", None) == getattr(b, "dtype", 0):
+            found.append(num_inputs + i)
+    return tuple(found)

@@ -41,6 +41,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import itertools
+import operator
+import sys
+
 import numpy as np
 
 from tpustrategy._src.execution import dispatch
@@ -268,7 +272,8 @@ def _node(w: _Writer, treedef: Any, leaves: Any) -> str:
 # Program calls -----------------------------------------------------------------------------------
 
 
-def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any], token: int,
+def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any],
+                 donating: tuple[Any, tuple[int, ...]] | None = None, token: int,
                  written: list[tuple[Any, int]], steps: list[tuple[int, Any, int, int]], treedef: Any,
                  keys: list[Any], general: Callable[[list[Any]], Any],
                  finish: Callable[[Any], Any]) -> Callable[[list[Any]], Any] | None:
@@ -302,21 +307,89 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
         return None
     pending, limit, settle = dispatch.tracker()
     w.consts.update(jitted=jitted, seen=seen, general=general, finish=finish, read=frames.value_reader(),
-                    pending=pending, pending_append=pending.append, limit=limit, settle=settle)
-    names = [f"a{i + 1}" for i in range(num_inputs)] + [f"v{j + 1}" for j in range(len(variables))]
+                    pending=pending, pending_append=pending.append, limit=limit, settle=settle,
+                    refs=sys.getrefcount, _is=operator.is_, _islice=itertools.islice,
+                    _shard=operator.attrgetter(SHARDING_ATTRIBUTE))
+    inputs = [f"a{i + 1}" for i in range(num_inputs)]
     lines = []
     if num_inputs:
-        lines.append(f"    {''.join(a + ', ' for a in names[:num_inputs])}= arrays")
-    lines += [f"    {name} = read({w.const(var)})" for name, var in zip(names[num_inputs:], variables)]
-    if names:
-        checks = " or ".join(f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{i}]"
-                             for i, x in enumerate(names))
-        lines.append(f"    if {checks}: return general(arrays)")
-    lines += [f"    outs = jitted({', '.join(names)})",
-              f"    o = outs[{int(token)}]",
+        lines.append(f"    {''.join(a + ', ' for a in inputs)}= arrays")
+    checks = [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{i}]"
+              for i, x in enumerate(inputs)]
+    batched = len(variables) > BATCH_VARIABLES
+    read, values = _read_variables(w, variables, batched)
+    lines += read
+    if not batched:
+        checks += [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{num_inputs + j}]"
+                   for j, x in enumerate(values)]
+    if checks:
+        lines.append(f"    if {' or '.join(checks)}: return general(arrays)")
+    if batched:  # each value's sharding, by identity, in one C-level pass (a tracer has none)
+        lines += ["    try:",
+                  f"        if not all(map(_is, map(_shard, vals), _islice(seen, {num_inputs}, None))): "
+                  "return general(arrays)",
+                  "    except AttributeError: return general(arrays)"]
+    call_args = ", ".join(inputs + (["*vals"] if batched else values))
+    if donating is not None:
+        # A written variable's old value is donated when only its variable holds it (a value the
+        # user kept from an earlier read, or a checkpoint still copying it, makes this call keep
+        # every buffer). How many references that is depends on the interpreter: counted once on
+        # stand-ins read by the very same lines (``_sole_count``).
+        picked = [values[i - num_inputs] if not batched else f"vals[{i - num_inputs}]" for i in donating[1]]
+        pick = f"    d = [{', '.join(picked)}]"
+        w.consts.update(donating=donating[0], sole=_sole_count(batched, pick, len(variables)).__eq__)
+        lines += [pick,
+                  f"    if all(map(sole, map(refs, d))): outs = donating({call_args})",
+                  f"    else: outs = jitted({call_args})",
+                  "    del d"]
+    else:
+        lines.append(f"    outs = jitted({call_args})")
+    lines += [f"    o = outs[{int(token)}]",
               "    if type(o) is not _ArrayImpl: return finish(outs)",
               "    pending_append(o)",
               "    if len(pending) > limit: settle()"]
-    lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
+    if len(written) > BATCH_VARIABLES and [i for _, i in written] == list(range(written[0][1], written[0][1] + len(written))):
+        first = written[0][1]
+        lines.append(f"    {w.const(frames.values_writer([v for v, _ in written]))}(outs[{first}:{first + len(written)}])")
+    else:
+        lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
     lines.append(f"    return {body}")
     return _define("def call(arrays):\n" + "\n".join(lines) + "\n", "call", w.consts)  # type: ignore[no-any-return]
+
+
+# More variables than this are read, checked and written in C-level passes over a list (a
+# Python line per variable costs less for a few; a pass costs less per variable for many).
+BATCH_VARIABLES = 6
+
+
+def _read_variables(w: _Writer, variables: list[Any], batched: bool) -> tuple[list[str], list[str]]:
+    """The lines that read the variables' values, and the names the values then have."""
+    if batched:
+        return [f"    vals = list(map(read, {w.const(tuple(variables))}))"], \
+            [f"vals[{j}]" for j in range(len(variables))]
+    names = [f"v{j + 1}" for j in range(len(variables))]
+    return [f"    {name} = read({w.const(var)})" for name, var in zip(names, variables)], names
+
+
+class _StandIn:
+    """A variable for ``_sole_count``: a ``_value`` slot, read by ``frames.value_reader``."""
+
+    __slots__ = ("_value",)
+
+
+def _sole_count(batched: bool, pick: str, n: int) -> int:
+    """The reference count ``sys.getrefcount`` gives, inside the generated call, for a value held
+    only by its variable: the same reading and picking lines, run on stand-ins."""
+    holders = [_StandIn() for _ in range(n)]
+    for h in holders:
+        h._value = object()
+    source = "def probe(variables):\n"
+    if batched:
+        source += "    vals = list(map(read, variables))\n"
+    else:
+        source += "".join(f"    v{j + 1} = read(variables[{j}])\n" for j in range(n))
+    source += pick + "\n    return list(map(refs, d))\n"
+    counts = _define(source, "probe", {"read": frames.value_reader(), "refs": sys.getrefcount})(holders)
+    if len(set(counts)) != 1:  # pragma: no cover - every value is held alike
+        raise RuntimeError(f"tpustrategy: unexpected reference counts {counts} of stand-in values")
+    return int(counts[0])
