@@ -14,6 +14,7 @@ import pytest
 
 import tpustrategy as tps
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
 _SLOTS = [s for s in DistributedValues.__slots__ if s != "__weakref__"]
 
@@ -49,12 +50,13 @@ def test_every_constructor_sets_every_slot(make):
 
 
 def test_fast_constructors_read_back_through_the_public_api():
-    m = Mirrored.from_replicated(_replicated(8), 8, ("key",))
+    spec = LeafSpec(LeafKind.MIRRORED, (4,), np.dtype(np.int32), False, None, 8)
+    m = Mirrored.from_replicated(_replicated(8), 8, spec)
     assert m.num_replicas == 8
     assert len(m.values) == 8
     for component in m.values:
         np.testing.assert_array_equal(np.asarray(component), [0, 1, 2, 3])
-    assert m.fast_entry(None)[0] == ("key",)
+    assert m.leaf(None)[0] is spec
 
     stacked = np.arange(16, dtype=np.float32).reshape(8, 2)
     p = PerReplica.from_output(stacked, 8)

@@ -7,7 +7,7 @@ input signature; inside it ``strategy.run`` (its own ``shard_map``, possibly rag
 iterator are all traced, so a call is one dispatch. Batches pulled from iterators are
 inputs of the program (``pulls``); a call pulls the same number of batches before it
 dispatches, and batches of another shape (the partial last batch) or an end of data at
-another point trace again. A call whose fast key (``entry.fast_key``) has a program that
+another point trace again. A call whose key (``leaves.call_key``) has a program that
 pulls nothing goes straight to it.
 
 Fallbacks (``entry.cross_fallback``), each warned once: a scalar integer/bool array

@@ -1,7 +1,7 @@
 """``strategy.run``: the tracer with one replica function, and the choice of back end.
 
 ``ReplicaRunner.call`` is the whole replica path; ``Strategy.run`` only validates its
-arguments. Per call: a call whose fast key (``entry.fast_key``: kinds, shapes, dtypes)
+arguments. Per call: a call whose key (``leaves.call_key``: kinds, shapes, dtypes)
 has a program goes straight to it (``fast_call``, which ``Strategy.run`` tries before
 any check: a call it takes was checked when its program was built, and the context it
 needs is re-checked). Otherwise classify the inputs; look up the program

@@ -17,40 +17,18 @@ dtype and (ragged) per-replica shapes, and the static values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
 
 from tpustrategy._src.context import contracts
-from tpustrategy._src.types import Shape
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
-STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirrored"
-
-
-class LeafSpec(NamedTuple):
-    """What a program knows about one dynamic input (a tuple: cheap to build and hash per call)."""
-
-    kind: str
-    shape: Shape  # of the array that enters the program (stacked: [R, ...])
-    dtype: Any
-    weak_type: bool = False
-    shapes: tuple[Shape, ...] | None = None  # ragged PER_REPLICA: each replica's true shape
-
-    @property
-    def aval(self) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
-
-    @property
-    def local_shape(self) -> Shape:
-        """One replica's view: the component shape (stacked inputs) or the whole shape."""
-        return self.shape[1:] if self.kind == PER_REPLICA else self.shape
-
-    @property
-    def is_ragged(self) -> bool:
-        return self.shapes is not None
+# The kinds a leaf of the arguments has here (``values.leaf``'s vocabulary).
+STATIC, ARRAY, PER_REPLICA, MIRRORED = LeafKind.STATIC, LeafKind.ARRAY, LeafKind.PER_REPLICA, LeafKind.MIRRORED
 
 
 @dataclass
@@ -58,7 +36,7 @@ class Inputs:
     """The classified leaves of one call."""
 
     leaves: list[Any]  # the original leaves (statics are used as they are)
-    kinds: list[str]  # per leaf
+    kinds: list[LeafKind]  # per leaf
     treedef: Any
     specs: list[LeafSpec]  # per dynamic leaf
     arrays: list[Any]  # per dynamic leaf: the value that enters the program
@@ -176,7 +154,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
             x = leaf.replicated_array
             if not _is_array(x):
                 x = np.asarray(x)
-            spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
+            spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)),
+                            None, leaf.num_replicas)
         elif isinstance(leaf, DistributedValues):
             if (odd := _python_component(leaf)) is not None:
                 raise PythonComponents(odd)
