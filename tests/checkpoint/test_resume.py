@@ -24,6 +24,7 @@ def test_training_resumed_in_a_new_process_gives_bit_identical_losses(tmp_path):
     assert resumed == straight["losses"]  # exact float equality, step by step
 
 
+@pytest.mark.devices(8)
 def test_variables_and_input_saved_with_8_replicas_restore_onto_4(tmp_path):
     strategy = tps.MirroredStrategy()
     ON_READ, Agg = tps.VariableSynchronization.ON_READ, tps.VariableAggregation

@@ -103,7 +103,7 @@ def test_a_wrong_shape_or_dtype_names_the_key_and_changes_nothing():
         tps.train.Checkpoint(net=net).restore(os.path.join(FIXTURES, "nested", "ckpt-1"))
 
 
-@pytest.mark.parametrize("replicas", [1, 8])
+@pytest.mark.parametrize("replicas", [1, pytest.param(8, marks=pytest.mark.devices(8))])
 def test_mirrored_and_sync_on_read_variables_onto_any_replica_count(replicas):
     strategy = tps.MirroredStrategy([f"cpu:{i}" for i in range(replicas)]) if replicas > 1 else None
     scope = strategy.scope() if strategy else _null()
@@ -167,7 +167,7 @@ def _keras_model():
     return model, optimizer
 
 
-@pytest.mark.parametrize("replicas", [0, 1, 8])
+@pytest.mark.parametrize("replicas", [0, 1, pytest.param(8, marks=pytest.mark.devices(8))])
 def test_a_keras_3_model_and_its_adam_state(replicas):
     pytest.importorskip("keras")
     expected = _expected("keras3")

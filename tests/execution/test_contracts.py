@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import tpustrategy as tps
 import tpustrategy.data as tpsd
@@ -22,6 +23,7 @@ def test_strategies_implement_the_strategy_contract():
     assert not contracts.is_default(object())
 
 
+@pytest.mark.devices(2)
 def test_replica_contexts_implement_their_contracts():
     strategy = tps.MirroredStrategy(jax.devices()[:2])
     assert isinstance(tps.get_replica_context(), contracts.ReplicaContextContract)
@@ -42,6 +44,7 @@ def test_replica_contexts_implement_their_contracts():
     assert sorted(seen, key=lambda s: s[2]) == [(True, False, 0, jax.devices()[0]), (True, False, 1, jax.devices()[1])]
 
 
+@pytest.mark.devices(2)
 def test_variables_implement_the_distributed_variable_contract():
     strategy = tps.MirroredStrategy(jax.devices()[:2])
     with strategy.scope():
@@ -59,6 +62,7 @@ def test_variables_implement_the_distributed_variable_contract():
     assert len(parts) == 2 and all(np.array_equal(np.asarray(p), [0.0, 1.0, 2.0]) for p in parts)
 
 
+@pytest.mark.devices(2)
 def test_distributed_iterators_are_pullable():
     strategy = tps.MirroredStrategy(jax.devices()[:2])
     iterator = iter(strategy.experimental_distribute_dataset(tpsd.Dataset.range(4).batch(2)))

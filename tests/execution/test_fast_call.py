@@ -40,6 +40,7 @@ def _components(value):
     return [np.asarray(c) for c in value.values]
 
 
+@pytest.mark.devices(N)
 def test_the_same_argument_objects_again_give_the_program_s_fresh_results(strategy):
     total = None
     with strategy.scope():
@@ -58,6 +59,7 @@ def test_the_same_argument_objects_again_give_the_program_s_fresh_results(strate
     np.testing.assert_allclose(np.asarray(total.read_value()), np.full(3, 30.0))
 
 
+@pytest.mark.devices(N)
 def test_a_list_argument_mutated_in_place_is_read_again(strategy, monkeypatch):
     values = [jnp.ones(2), jnp.ones(2)]
 
@@ -73,6 +75,7 @@ def test_a_list_argument_mutated_in_place_is_read_again(strategy, monkeypatch):
     np.testing.assert_allclose(_components(second)[0], [21.0, 21.0])
 
 
+@pytest.mark.devices(N)
 def test_another_array_of_the_same_shape_is_a_new_input_not_the_last_one(strategy):
     def step(x):
         return _sum(x)
@@ -90,6 +93,7 @@ def test_another_array_of_the_same_shape_is_a_new_input_not_the_last_one(strateg
     np.testing.assert_allclose(_components(ra2)[0], 4 * np.arange(3.0))
 
 
+@pytest.mark.devices(N)
 def test_a_variable_assigned_on_another_placement_between_calls_is_placed_again(strategy):
     with strategy.scope():
         w = tps.Variable(jnp.ones(3))
@@ -111,6 +115,7 @@ def test_a_variable_assigned_on_another_placement_between_calls_is_placed_again(
         np.testing.assert_allclose(component, np.full(3, 14.0))
 
 
+@pytest.mark.devices(N)
 def test_a_direct_call_inside_the_scope_matches_one_outside(strategy, monkeypatch):
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
     strategy.run(_sum, (x,))  # stacks x (a host-built value has no fast key before)
@@ -124,6 +129,7 @@ def test_a_direct_call_inside_the_scope_matches_one_outside(strategy, monkeypatc
     assert _components(inside)[0].tolist() == _components(outside)[0].tolist() == [6.0, 6.0]
 
 
+@pytest.mark.devices(N)
 def test_a_compiled_function_called_from_a_replica_function_still_raises_tensorflow_s_error(strategy):
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
     strategy.run(_sum, (x,))  # a program now exists for (_sum, this key)
@@ -142,6 +148,7 @@ def test_a_compiled_function_called_from_a_replica_function_still_raises_tensorf
     assert seen  # the replica function ran eagerly, and its nested run was refused
 
 
+@pytest.mark.devices(N)
 def test_another_strategy_s_scope_is_refused_even_with_a_program(strategy):
     other = tps.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
@@ -151,6 +158,7 @@ def test_another_strategy_s_scope_is_refused_even_with_a_program(strategy):
             strategy.run(_sum, (x,))
 
 
+@pytest.mark.devices(N)
 def test_no_entry_or_frame_is_left_counted_after_calls_and_errors(strategy):
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
 
@@ -175,6 +183,7 @@ def test_no_entry_or_frame_is_left_counted_after_calls_and_errors(strategy):
     assert stack.current_entry() is None and frames.current() is None
 
 
+@pytest.mark.devices(N)
 def test_warnings_point_at_the_user_s_line(strategy):
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
 
@@ -190,6 +199,7 @@ def test_warnings_point_at_the_user_s_line(strategy):
     assert files == {__file__}, files
 
 
+@pytest.mark.devices(N)
 @pytest.mark.parametrize("dtype, first", [
     (np.float32, [-0.0, np.nan, np.inf, -np.inf, 1e-45]),  # signed zero, NaN, infinities, a subnormal
     (np.int32, [np.iinfo(np.int32).max, np.iinfo(np.int32).min, 0, -1, 7]),
@@ -212,6 +222,7 @@ def test_an_only_first_replica_write_takes_replica_0_s_value_bit_for_bit(strateg
     assert got.tobytes() == first.tobytes(), (got, first)
 
 
+@pytest.mark.devices(N)
 def test_the_eager_switch_is_honoured_after_programs_were_cached(strategy):
     """``run_functions_eagerly(True)`` marks ``activity.ANY``: cached programs are not taken."""
     x = tps.PerReplica([jnp.full((2,), float(i)) for i in range(N)])
@@ -246,6 +257,7 @@ def test_the_eager_switch_is_honoured_after_programs_were_cached(strategy):
     assert [c.tolist() for c in _components(out)] == [[2.0 * i] * 2 for i in range(N)]
 
 
+@pytest.mark.devices(N)
 def test_a_mirrored_result_carries_the_leaf_spec_its_next_call_would_compute(strategy):
     """Functional state passed back: the program's Mirrored results keep their leaf spec."""
     from tpustrategy._src.values.distributed import Mirrored
@@ -266,6 +278,7 @@ def test_a_mirrored_result_carries_the_leaf_spec_its_next_call_would_compute(str
         assert [c.tolist() for c in _components(w)] == [[expected] * 3] * N
 
 
+@pytest.mark.devices(N)
 def test_calls_alternating_between_two_structures_build_two_programs_and_stay_right(strategy):
     # ``FastCache.call`` only repeats the last hit; a call of the other structure misses there
     # and is found by its key on the full path, so nothing is traced again.
@@ -312,6 +325,7 @@ def test_the_cache_s_direct_call_repeats_only_what_a_lookup_found():
     assert len(program.calls) == 2
 
 
+@pytest.mark.devices(N)
 def test_the_direct_call_asks_the_gate_while_something_is_active(strategy, monkeypatch):
     from tpustrategy._src.execution import entry, leaves
 

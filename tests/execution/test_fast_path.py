@@ -39,6 +39,7 @@ def _per_replica(n, offset=0.0, width=2):
     return tps.PerReplica([jnp.full((width,), float(i) + offset) for i in range(n)])
 
 
+@pytest.mark.devices(4)
 def test_a_repeated_run_call_skips_classification_and_writes_the_variable_every_call(strategy, classify_calls):
     n = strategy.num_replicas_in_sync
     with strategy.scope():
@@ -62,6 +63,7 @@ def test_a_repeated_run_call_skips_classification_and_writes_the_variable_every_
     np.testing.assert_allclose(np.asarray(total.read_value()), [5 * want] * 2)  # 5 calls, 5 writes
 
 
+@pytest.mark.devices(4)
 def test_new_values_of_the_same_kinds_and_shapes_take_the_fast_path_with_their_own_results(strategy, classify_calls):
     n = strategy.num_replicas_in_sync
 
@@ -82,6 +84,7 @@ def test_new_values_of_the_same_kinds_and_shapes_take_the_fast_path_with_their_o
     assert counts[2] == counts[3] == counts[4]  # from the third step on, no classification
 
 
+@pytest.mark.devices(4)
 def test_another_shape_or_static_value_builds_its_own_program(strategy):
     n = strategy.num_replicas_in_sync
 
@@ -96,6 +99,7 @@ def test_another_shape_or_static_value_builds_its_own_program(strategy):
     np.testing.assert_allclose(np.asarray(strategy.experimental_local_results(c)[0]), [10.0 * sum(range(n))] * 3)
 
 
+@pytest.mark.devices(4)
 def test_a_function_marked_eager_leaves_the_fast_path(strategy):
     n = strategy.num_replicas_in_sync
     seen = []
@@ -115,6 +119,7 @@ def test_a_function_marked_eager_leaves_the_fast_path(strategy):
     np.testing.assert_allclose(np.asarray(strategy.experimental_local_results(out)[1]), [2.0, 2.0])
 
 
+@pytest.mark.devices(4)
 def test_tps_function_repeated_calls_skip_classification(strategy, classify_calls):
     n = strategy.num_replicas_in_sync
     with strategy.scope():
@@ -136,6 +141,7 @@ def test_tps_function_repeated_calls_skip_classification(strategy, classify_call
     np.testing.assert_allclose(np.asarray(out.values[0]), [np.mean(range(n))] * 2)
 
 
+@pytest.mark.devices(4)
 def test_tps_function_pulling_from_an_iterator_never_takes_the_fast_path(strategy):
     data = tpsd.Dataset.range(32).map(lambda i: np.float32(i)).batch(8)
     iterator = iter(strategy.experimental_distribute_dataset(data))
@@ -168,6 +174,7 @@ def test_call_keys_name_kinds_shapes_and_static_values():
     assert leaves.call_key((tps.PerReplica([1.0, 2.0]),), {}, None) is None  # not stacked yet
 
 
+@pytest.mark.devices(4)
 def test_inside_a_users_jax_jit_a_variable_writing_step_still_names_the_fix(strategy):
     n = strategy.num_replicas_in_sync
     with strategy.scope():

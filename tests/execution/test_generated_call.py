@@ -57,6 +57,7 @@ def _is_generated(fast) -> bool:
     return (fast.__doc__ or "").startswith("def call(arrays):")
 
 
+@pytest.mark.devices(N)
 def test_a_loop_writing_a_variable_through_the_generated_call_gets_every_step_right(strategy, generated):
     made, general_calls = generated
     with strategy.scope():
@@ -84,6 +85,7 @@ def test_a_loop_writing_a_variable_through_the_generated_call_gets_every_step_ri
     assert before <= 3 and general_calls[id(program)] == before  # none once generated
 
 
+@pytest.mark.devices(N)
 def test_a_mirrored_result_passed_back_keeps_the_generated_call_and_its_fast_key(strategy, generated):
     made, general_calls = generated
 
@@ -99,6 +101,7 @@ def test_a_mirrored_result_passed_back_keeps_the_generated_call_and_its_fast_key
     assert general_calls[id(program)] == before
 
 
+@pytest.mark.devices(N)
 def test_an_input_on_another_equal_sharding_takes_the_general_call_once(strategy, generated):
     made, general_calls = generated
 
@@ -119,6 +122,7 @@ def test_an_input_on_another_equal_sharding_takes_the_general_call_once(strategy
         assert general_calls[id(program)] == calls
 
 
+@pytest.mark.devices(N)
 def test_inside_a_users_jax_jit_the_call_finishes_as_the_general_call(strategy, generated):
     made, _ = generated
     x = tps.PerReplica([np.full(2, float(r), np.float32) for r in range(N)])
@@ -148,6 +152,7 @@ def test_inside_a_users_jax_jit_the_call_finishes_as_the_general_call(strategy, 
     np.testing.assert_allclose(np.asarray(v.read_value()), np.full(2, sum(range(N))))  # not a tracer
 
 
+@pytest.mark.devices(N)
 def test_a_tps_function_loop_through_the_generated_call(strategy, generated):
     made, general_calls = generated
     with strategy.scope():

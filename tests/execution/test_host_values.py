@@ -81,6 +81,7 @@ def test_an_error_while_evaluating_a_captured_value_reaches_the_caller():
         jax.make_jaxpr(lambda x: x + host_values.evaluate_captured(broken))(1.0)
 
 
+@pytest.mark.devices(4)
 def test_local_results_are_rebuilt_from_the_distributed_value_they_wrap():
     s = tps.MirroredStrategy(devices=jax.devices()[:4])
     value = s.experimental_distribute_values_from_function(lambda ctx: np.float32(ctx.replica_id_in_sync_group))
@@ -92,6 +93,7 @@ def test_local_results_are_rebuilt_from_the_distributed_value_they_wrap():
     assert isinstance(rebuilt, host_values.LocalResults) and [float(x) for x in rebuilt] == [0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.devices(2)
 def test_local_results_stay_plain_tuples_on_one_process():
     s = tps.MirroredStrategy(devices=jax.devices()[:2])
     f = tps.function(lambda v: s.experimental_local_results(v))

@@ -94,6 +94,7 @@ def test_every_primitive_of_the_examples_and_the_demo_is_known(traced_primitives
     assert {"dot_general", "psum", "axis_index"} <= traced_primitives
 
 
+@pytest.mark.devices(4)
 def test_a_replicated_input_updated_with_an_all_reduce_comes_back_mirrored():
     s = tps.MirroredStrategy(devices=jax.devices()[:4])
     x = tps.PerReplica([np.full(3, float(i)) for i in range(4)])

@@ -28,8 +28,8 @@ def test_for_over_a_distributed_dataset_inside_tps_function_sees_every_batch_eac
     @tps.function
     def total():
         acc = jnp.int32(0)
-        for x in dist:
-            acc = acc + s.reduce("SUM", s.run(step, (x,)), axis=None) // 4
+        for x in dist:  # every replica holds the all-reduced sum: the reduce counts it R times
+            acc = acc + s.reduce("SUM", s.run(step, (x,)), axis=None) // s.num_replicas_in_sync
         return acc
 
     assert int(total()) == 45
@@ -45,7 +45,7 @@ def test_for_over_an_iterator_inside_tps_function_consumes_what_is_left():
     def rest(iterator):
         acc = jnp.int32(0)
         for x in iterator:
-            acc = acc + s.reduce("SUM", s.run(step, (x,)), axis=None) // 2
+            acc = acc + s.reduce("SUM", s.run(step, (x,)), axis=None) // s.num_replicas_in_sync
         return acc
 
     first = next(it)

@@ -52,6 +52,7 @@ def test_only_gathers_of_equal_values_over_the_whole_axis_are_found():
     assert [any(f is g for f in found) for g in gathers] == [False, False, True, False, False, False]
 
 
+@pytest.mark.devices(N)
 @pytest.mark.parametrize("dim", [0, 1])
 def test_the_stacked_value_has_the_gather_s_bits(strategy, dim):
     bits = np.array([0x80000000, 0x00000001, 0x7FC01234, 0x3F800000, 0xFF800000, 0x00400000],
@@ -90,6 +91,7 @@ def _lowered_text(monkeypatch, call):
     return program.jitted.lower(*arrays, *values, *extra).as_text()
 
 
+@pytest.mark.devices(N)
 @pytest.mark.parametrize("entry", ["run", "function"])
 def test_a_first_replica_write_of_an_equal_value_communicates_nothing(strategy, monkeypatch, entry):
     with strategy.scope():
@@ -114,6 +116,7 @@ def test_a_first_replica_write_of_an_equal_value_communicates_nothing(strategy, 
     assert [float(c) for c in out.values] == [2.0 * r for r in range(N)]
 
 
+@pytest.mark.devices(N)
 def test_a_first_replica_write_of_a_varying_value_still_takes_replica_0_s(strategy, monkeypatch):
     with strategy.scope():
         last = tps.Variable(0.0, aggregation=tps.VariableAggregation.ONLY_FIRST_REPLICA)

@@ -17,6 +17,7 @@ def _halves():
     return tps.MirroredStrategy(jax.devices()[:4]), tps.MirroredStrategy(jax.devices()[4:8])
 
 
+@pytest.mark.devices(8)
 def test_two_strategies_over_different_devices_in_one_function_run_with_one_warning():
     s1, s2 = _halves()
 
@@ -35,6 +36,7 @@ def test_two_strategies_over_different_devices_in_one_function_run_with_one_warn
     assert [float(v) for v in second] == [16.0, 12.0]
 
 
+@pytest.mark.devices(8)
 def test_a_mirrored_variable_of_one_strategy_is_read_in_another_strategys_run():
     s1, s2 = _halves()
     with s1.scope():
@@ -46,6 +48,7 @@ def test_a_mirrored_variable_of_one_strategy_is_read_in_another_strategys_run():
     assert [float(r) for r in s2.experimental_local_results(s2.run(lambda: v * 2.0))] == [10.0] * 4
 
 
+@pytest.mark.devices(8)
 def test_writing_a_variable_of_another_strategy_keeps_tensorflows_mixing_error():
     s1, s2 = _halves()
     with s1.scope():
@@ -82,6 +85,7 @@ def test_a_dynamic_shape_op_in_a_function_names_the_op_and_the_fix():
     np.testing.assert_array_equal(np.asarray(fixed), [[2], [3]])
 
 
+@pytest.mark.devices(4)
 def test_per_replica_python_strings_pass_through_run_like_tensorflow():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     names = tps.PerReplica(["a", "b", "c", "d"])
@@ -90,6 +94,7 @@ def test_per_replica_python_strings_pass_through_run_like_tensorflow():
     assert strategy.experimental_local_results(out) == ("A!", "B!", "C!", "D!")
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("eager", [False, True])
 def test_merge_fn_writes_variables_with_cross_replica_semantics(eager):
     strategy = tps.MirroredStrategy(jax.devices()[:4])

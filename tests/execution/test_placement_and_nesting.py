@@ -19,6 +19,7 @@ def _per_replica(s, shapes_equal=True):
     return tps.PerReplica([np.full(i + 1, float(i)) for i in range(n)])
 
 
+@pytest.mark.devices(4)
 def test_results_of_every_path_combine_with_each_other():
     s = _strategy(4)
 
@@ -42,6 +43,7 @@ def test_results_of_every_path_combine_with_each_other():
     assert compiled.sharding.device_set == eager.sharding.device_set == ragged.sharding.device_set
 
 
+@pytest.mark.devices(3)
 def test_per_replica_results_of_every_path_have_each_component_on_its_replicas_device():
     s = _strategy(3)
     x = _per_replica(s)
@@ -58,6 +60,7 @@ def test_per_replica_results_of_every_path_have_each_component_on_its_replicas_d
         np.testing.assert_array_equal(np.asarray(parts[1]), [2.0, 2.0])
 
 
+@pytest.mark.devices(4)
 def test_run_of_a_tps_function_that_writes_a_variable_equals_the_plain_form():
     results = []
     for wrap in (False, True):
@@ -97,6 +100,7 @@ def test_a_tps_function_nested_in_a_tps_function_runs_inline():
     assert float(v.read_value()) == 22.0
 
 
+@pytest.mark.devices(4)
 def test_a_variable_created_in_a_replica_function_from_a_replica_value_takes_replica_0s_value():
     s = _strategy(4)
     made = []
@@ -127,6 +131,7 @@ def test_jax_jit_around_a_run_that_writes_variables_names_tps_function():
     assert float(v.read_value()) == 0.0
 
 
+@pytest.mark.devices(2)
 def test_the_eager_path_bounds_a_replica_stuck_in_its_own_code(monkeypatch):
     import time
 

@@ -32,6 +32,7 @@ def _grad_step(w, x):
     return total, grad, x.shape[0]
 
 
+@pytest.mark.devices(4)
 def test_a_ragged_step_runs_compiled_with_tensorflows_gradient_through_all_reduce(no_eager):
     s = _strategy(4)
     x = tps.PerReplica([np.arange(4.0), np.arange(4.0, 6.0), np.zeros(0), np.array([9.0])])
@@ -47,6 +48,7 @@ def test_a_ragged_step_runs_compiled_with_tensorflows_gradient_through_all_reduc
     assert list(count.values) == [4, 2, 0, 1]
 
 
+@pytest.mark.devices(3)
 def test_ragged_per_replica_results_keep_each_replicas_true_shape_on_its_device(no_eager):
     s = _strategy(3)
     x = tps.PerReplica([np.ones((3, 2)), np.ones((1, 2)) * 2, np.ones((2, 2)) * 3])
@@ -58,6 +60,7 @@ def test_ragged_per_replica_results_keep_each_replicas_true_shape_on_its_device(
     assert float(s.reduce("SUM", out, axis=0).sum()) == pytest.approx(3 * 2 * 10 + 2 * 21 + 4 * 32)
 
 
+@pytest.mark.devices(2)
 def test_a_ragged_step_is_compiled_once_and_reused(no_eager):
     s = _strategy(2)
     traces = []
@@ -72,6 +75,7 @@ def test_a_ragged_step_is_compiled_once_and_reused(no_eager):
     assert sorted(traces) == [(1,), (3,)]  # one trace per class of replica shapes
 
 
+@pytest.mark.devices(2)
 def test_all_reduce_of_differently_shaped_values_names_the_shapes():
     s = _strategy(2)
     x = tps.PerReplica([np.ones(3), np.ones(2)])
@@ -148,6 +152,7 @@ def test_the_ragged_compiled_path_agrees_with_the_eager_path():
     np.testing.assert_allclose(w_compiled, w_eager, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.devices(8)
 def test_a_global_batch_smaller_than_the_replica_count_runs_with_empty_pieces(no_eager):
     s = _strategy(8)
     dist = s.experimental_distribute_dataset(tpsd.Dataset.range(3).map(lambda v: np.float32(v)).batch(3))

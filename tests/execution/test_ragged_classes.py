@@ -96,12 +96,14 @@ def test_the_classes_really_trace_to_different_equations():
     assert len(counts) == 2  # so the back end must not match the classes equation by equation
 
 
+@pytest.mark.devices(4)
 def test_shape_dependent_code_on_pieces_2_2_2_1_runs_compiled_and_matches_numpy(no_eager):
     s = _strategy()
     w = np.array([0.5, -1.0, 2.0], np.float32)
     _check(s, s.run(_shape_dependent, (jnp.asarray(w), tps.PerReplica(PIECES))), w, PIECES)
 
 
+@pytest.mark.devices(4)
 def test_shape_dependent_code_inside_tps_function_over_a_partial_last_batch_matches_numpy(no_eager):
     s = _strategy()
     w = np.array([0.5, -1.0, 2.0], np.float32)
@@ -119,6 +121,7 @@ def _global_mean(x):
     return ctx.all_reduce("SUM", jnp.sum(x, axis=0)) / count, count
 
 
+@pytest.mark.devices(4)
 def test_the_global_mean_idiom_all_reduces_each_replicas_row_count(no_eager):
     s = _strategy()
     mean, count = s.run(_global_mean, (tps.PerReplica(PIECES),))
@@ -142,6 +145,7 @@ def test_the_global_mean_idiom_inside_tps_function_over_every_batch_of_a_dataset
     np.testing.assert_allclose(got, [data[:6].mean(axis=0), data[6:].mean(axis=0)], rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_gradients_through_all_reduce_of_shape_dependent_code_follow_tensorflows_rule(no_eager):
     s = _strategy()
 
@@ -182,6 +186,7 @@ def test_a_training_step_with_the_global_mean_idiom_matches_single_device_sgd(no
     np.testing.assert_allclose(np.asarray(w.read_value()), ref_w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.devices(8)
 def test_a_global_batch_smaller_than_the_replica_count_leaves_empty_pieces_and_matches_numpy(no_eager):
     s = _strategy(8)
     data = np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]], np.float32)
@@ -205,6 +210,7 @@ def test_a_global_batch_smaller_than_the_replica_count_leaves_empty_pieces_and_m
     np.testing.assert_allclose(np.concatenate([np.asarray(p) for p in parts]), data @ np.array([1.0, 10.0]))
 
 
+@pytest.mark.devices(4)
 def test_an_all_reduce_inside_fori_loop_the_same_on_every_class_runs_compiled(no_eager):
     s = _strategy()
 
@@ -223,6 +229,7 @@ def test_an_all_reduce_inside_fori_loop_the_same_on_every_class_runs_compiled(no
     np.testing.assert_allclose([float(v) for v in s.experimental_local_results(out)], [want] * 4, rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_a_mirrored_variable_updated_through_custom_derivative_functions_after_the_all_reduce_stays_mirrored(
         no_eager):
     s = _strategy()
@@ -242,6 +249,7 @@ def test_a_mirrored_variable_updated_through_custom_derivative_functions_after_t
     np.testing.assert_allclose(np.asarray(w.read_value()), want, rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_a_prng_key_live_across_the_all_reduce_is_carried_between_segments(no_eager):
     s = _strategy()
 
@@ -258,6 +266,7 @@ def test_a_prng_key_live_across_the_all_reduce_is_carried_between_segments(no_ea
     assert [float(v) for v in s.experimental_local_results(second)] == [float(ROWS.sum())] * 4
 
 
+@pytest.mark.devices(4)
 @pytest.mark.skipif(not _async_all_reduce_of_an_unsharded_trace(),
                     reason="this JAX makes an async all-reduce only inside a shard_map")
 def test_an_async_all_reduce_with_shape_dependent_work_in_flight_runs_compiled(no_eager):
@@ -275,6 +284,7 @@ def test_an_async_all_reduce_with_shape_dependent_work_in_flight_runs_compiled(n
         np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) + (np.arange(3.0) * x).sum(), rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_an_all_reduce_inside_fori_loop_over_each_replicas_piece_runs_compiled_unrolled(no_eager):
     s = _strategy()
 
@@ -299,6 +309,7 @@ def test_an_all_reduce_inside_fori_loop_over_each_replicas_piece_runs_compiled_u
         np.testing.assert_allclose(np.asarray(got), ROWS.sum(axis=0) * 6, rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_a_scan_with_per_iteration_inputs_and_outputs_around_an_all_reduce_unrolls_exactly(no_eager):
     s = _strategy()
 

@@ -12,6 +12,8 @@ import pytest
 
 import tpustrategy as tps
 
+pytestmark = pytest.mark.devices(4)  # four ragged pieces, one per replica
+
 PIECES = [np.full((2, 3), 1.0, np.float32), np.full((2, 3), 2.0, np.float32),
           np.full((2, 3), 3.0, np.float32), np.full((1, 3), 4.0, np.float32)]
 

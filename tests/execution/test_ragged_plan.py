@@ -62,6 +62,7 @@ def no_eager(monkeypatch):
     monkeypatch.setattr(eager, "run_eagerly", refuse)
 
 
+@pytest.mark.devices(4)
 def test_class_own_values_crossing_shared_segments_give_numpy_results(no_eager):
     s = tps.MirroredStrategy(devices=jax.devices()[:4])
 

@@ -68,6 +68,7 @@ def _calls(strategy):
     }
 
 
+@pytest.mark.devices(4)
 def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(strategy):
     split = Placement.of(strategy).split
     calls = _calls(strategy)
@@ -92,6 +93,7 @@ def test_a_key_with_an_entry_it_does_not_know_has_no_guard():
     assert leaves.compile_guard((2, (LeafKind.STATIC, int, 1))) is None  # fewer entries than arguments
 
 
+@pytest.mark.devices(4)
 def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_does_not(strategy):
     # Functional state through strategy.run: the second call on is checked by the guard; a call
     # whose structure changes (a dict gains a key) is looked up again and gets its own program.
@@ -149,6 +151,7 @@ def test_a_builder_makes_the_tree_unflatten_would(tree):
             assert a is not b
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("rendering", ["generated", "loop"])
 def test_a_plan_makes_each_kind_of_leaf_in_both_renderings(strategy, rendering):
     n = strategy.num_replicas_in_sync

@@ -10,6 +10,8 @@ import pytest
 
 import tpustrategy as tps
 
+pytestmark = pytest.mark.devices(2)  # the strategy names /cpu:0 and /cpu:1
+
 SRC = os.path.join(os.path.dirname(tps.__file__), "_src")
 
 

@@ -12,6 +12,7 @@ def _strategy(n):
     return tps.MirroredStrategy(devices=jax.devices()[:n])
 
 
+@pytest.mark.devices(4)
 def test_block_until_ready_waits_for_a_distributed_value_and_returns_it():
     s = _strategy(4)
     out = s.run(lambda x: x @ x.T, (tps.PerReplica([jnp.ones((64, 64))] * 4),))
@@ -20,6 +21,7 @@ def test_block_until_ready_waits_for_a_distributed_value_and_returns_it():
     assert jax.tree.leaves(out) and all(isinstance(v, jax.Array) for v in jax.tree.leaves(out))
 
 
+@pytest.mark.devices(2)
 def test_jax_tree_map_maps_every_component_and_keeps_the_kind():
     s = _strategy(2)
     per, mirrored = s.run(lambda x: (x + 1, tps.get_replica_context().all_reduce("SUM", x)),
@@ -38,6 +40,7 @@ def test_np_asarray_of_a_per_replica_value_names_the_fix():
         np.asarray(value)
 
 
+@pytest.mark.devices(4)
 def test_a_host_built_per_replica_value_is_stacked_once_when_passed_again():
     s = _strategy(4)
     x = tps.PerReplica([np.full(3, float(i)) for i in range(4)])

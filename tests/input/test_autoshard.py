@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,6 +155,7 @@ def test_hint_policy_fills_shard_hints():
     assert _worker_elements(ds, 2) == [w["elements"] for w in c["output"]["workers"]]
 
 
+@pytest.mark.devices(3)
 def test_fewer_files_than_workers_names_both_counts(tmp_path):
     paths = _write_files(tmp_path, case("shard_tfrecord2_AUTO_W3_fewer_files_than_workers")["input"]["files"])
     s = _strategy(3)
@@ -167,6 +169,7 @@ def test_fewer_files_than_workers_names_both_counts(tmp_path):
     assert dist.auto_shard_decision.applied == "DATA"
 
 
+@pytest.mark.devices(4)
 def test_the_decision_is_inspectable(tmp_path):
     paths = _write_files(tmp_path, case("shard_tfrecord4_FILE_W2")["input"]["files"])
     s = _strategy(4)
@@ -188,6 +191,7 @@ def _collect(strategy, dists):
     return seen
 
 
+@pytest.mark.devices(4)
 def test_file_sharded_pipelines_form_global_steps_of_g_examples(tmp_path):
     files = {f"f{k}.tfrecord": [f"{k * 10 + j}" for j in range(4)] for k in range(4)}
     paths = _write_files(tmp_path, files)
@@ -201,6 +205,7 @@ def test_file_sharded_pipelines_form_global_steps_of_g_examples(tmp_path):
     assert sorted(_collect(s, dists)) == sorted(int(r) for rs in files.values() for r in rs)
 
 
+@pytest.mark.devices(4)
 def test_data_policy_gives_replica_r_piece_r():
     s = _strategy(4)
     ds = _with_policy(tpsd.Dataset.range(10).batch(4), tpsd.AutoShardPolicy.DATA)
@@ -212,6 +217,7 @@ def test_data_policy_gives_replica_r_piece_r():
     assert w1 == [[[2], [3]], [[6], [7]], [[], []]]
 
 
+@pytest.mark.devices(2)
 def test_off_policy_every_pipeline_reads_everything():
     golden = case("mw_range10_b4_W2_R1_OFF")["output"]["workers"]
     s = _strategy(2)
@@ -221,7 +227,10 @@ def test_off_policy_every_pipeline_reads_everything():
         assert [np.asarray(s.experimental_local_results(st)[0]).tolist() for st in d] == g["minibatch_sequence"]
 
 
-@pytest.mark.parametrize("case_id", ["mw_range10_b4_W2_R1_AUTO_partial", "mw_range12_b6_W3_R1_AUTO"])
+@pytest.mark.parametrize("case_id", [
+    pytest.param("mw_range10_b4_W2_R1_AUTO_partial", marks=pytest.mark.devices(2)),  # a replica per worker
+    pytest.param("mw_range12_b6_W3_R1_AUTO", marks=pytest.mark.devices(3)),
+])
 def test_simulated_multi_worker_pipelines_match_tensorflow_with_one_replica_each(case_id):
     c = case(case_id)
     w = c["input"]["num_workers"]
@@ -238,7 +247,7 @@ def test_simulated_multi_worker_pipelines_match_tensorflow_with_one_replica_each
 @given(
     n=st.integers(0, 40),
     g=st.integers(1, 9),
-    r_log=st.integers(0, 3),
+    r_log=st.integers(0, min(3, jax.device_count().bit_length() - 1)),  # 1..8 replicas, as many as the run has
     w_log=st.integers(0, 2),
     drop=st.booleans(),
     policy=st.sampled_from(["AUTO", "DATA", "FILE", "OFF"]),

@@ -17,6 +17,11 @@ def _strategy(n: int) -> tps.Strategy:
     return tps.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
 
 
+def _up_to(n: int) -> tps.Strategy:
+    """n replicas, or one per device when the run has fewer (a single replica on --devices 1)."""
+    return tps.MirroredStrategy(jax.devices()[:n])
+
+
 def _steps(strategy, dist):
     return [[np.asarray(v).tolist() for v in strategy.experimental_local_results(step)] for step in dist]
 
@@ -49,7 +54,8 @@ def _policy(name):
             "FILE": tpsd.AutoShardPolicy.FILE}.get(name, tpsd.AutoShardPolicy.AUTO)
 
 
-@pytest.mark.parametrize("case_id", _SPLIT_CASES)
+@pytest.mark.parametrize("case_id", [
+    pytest.param(i, marks=pytest.mark.devices(case(i)["input"]["num_replicas"])) for i in _SPLIT_CASES])
 def test_split_follows_design_and_equals_tensorflow_when_batches_divide(case_id):
     inp = case(case_id)["input"]
     golden = case(case_id)["output"]
@@ -66,12 +72,14 @@ def test_split_follows_design_and_equals_tensorflow_when_batches_divide(case_id)
         assert ours == [step["per_replica"] for step in golden["steps"]]
 
 
+@pytest.mark.devices(4)
 def test_uneven_split_example_from_the_design():
     s = _strategy(4)
     ours = _steps(s, s.experimental_distribute_dataset(tpsd.Dataset.range(14).batch(6)))
     assert ours == [[[0, 1], [2, 3], [4], [5]], [[6, 7], [8, 9], [10], [11]], [[12], [13], [], []]]
 
 
+@pytest.mark.devices(2)
 def test_batch_then_map_is_split_like_tensorflow():
     golden = case("dd_batch_then_map_R2")["output"]["steps"]
     s = _strategy(2)
@@ -79,6 +87,7 @@ def test_batch_then_map_is_split_like_tensorflow():
     assert ours == [st["per_replica"] for st in golden]
 
 
+@pytest.mark.devices(2)
 def test_pre_batched_generator_uses_each_elements_own_batch_size():
     s = _strategy(2)
     rows = [[0, 1, 2], [3, 4, 5, 6, 7], [8]]
@@ -88,6 +97,7 @@ def test_pre_batched_generator_uses_each_elements_own_batch_size():
     assert case("dd_unknown_batch_size_generator_R2")["output"]["steps"][0]["per_replica"] == [[0, 1], [2]]
 
 
+@pytest.mark.devices(2)
 def test_padded_batch_pieces_keep_the_padded_width():
     golden = case("dd_padded_batch_R2")
     rows = golden["input"]["rows"]
@@ -105,6 +115,7 @@ def test_single_replica_passes_unbatched_scalars_through():
     assert out == [st["per_replica"][0] for st in golden]
 
 
+@pytest.mark.devices(2)
 def test_unbatched_dataset_with_several_replicas_says_to_batch_it():
     s = _strategy(2)
     with pytest.raises(ValueError, match=r"\.batch\(global_batch_size\)"):
@@ -113,7 +124,7 @@ def test_unbatched_dataset_with_several_replicas_says_to_batch_it():
 
 def test_distributed_dataset_accepts_no_transformations():
     golden = case("dd_no_transformations_allowed")["error"]["message"]
-    s = _strategy(2)
+    s = _up_to(2)
     dist = s.experimental_distribute_dataset(tpsd.Dataset.range(4).batch(2))
     with pytest.raises(AttributeError) as info:
         dist.map(lambda x: x)
@@ -122,7 +133,7 @@ def test_distributed_dataset_accepts_no_transformations():
 
 def test_next_inside_the_replica_function_raises_tensorflows_error():
     golden = case("dd_next_inside_replica_fn_error")["error"]["message"]
-    s = _strategy(2)
+    s = _up_to(2)
     it = iter(s.experimental_distribute_dataset(tpsd.Dataset.range(8).batch(4)))
     with pytest.raises(ValueError) as info:
         s.run(lambda: next(it))
@@ -131,11 +142,12 @@ def test_next_inside_the_replica_function_raises_tensorflows_error():
 
 def test_cardinality_mirrors_the_source():
     golden = case("dd_cardinality_property")["output"]
-    s = _strategy(2)
+    s = _up_to(2)
     assert s.experimental_distribute_dataset(tpsd.Dataset.range(10).batch(4)).cardinality() == golden["finite"]
     assert s.experimental_distribute_dataset(tpsd.Dataset.range(10).batch(4).repeat()).cardinality() == golden["infinite"]
 
 
+@pytest.mark.devices(2)
 def test_element_spec_is_static_only_for_even_splits_with_drop_remainder():
     s = _strategy(2)
     even = s.experimental_distribute_dataset(tpsd.Dataset.range(9).batch(4, drop_remainder=True)).element_spec
@@ -144,6 +156,7 @@ def test_element_spec_is_static_only_for_even_splits_with_drop_remainder():
     assert [sp.shape for sp in ragged.values] == [(None,), (None,)]
 
 
+@pytest.mark.devices(3)
 def test_tuples_dicts_and_namedtuples_are_split_leaf_by_leaf_with_empty_pieces():
     Pair = collections.namedtuple("Pair", "x y")
     s = _strategy(3)
@@ -162,12 +175,13 @@ def test_tuples_dicts_and_namedtuples_are_split_leaf_by_leaf_with_empty_pieces()
 
 
 def test_every_example_is_seen_exactly_once_with_a_partial_last_batch():
-    s = _strategy(4)
+    s = _up_to(4)
     dist = s.experimental_distribute_dataset(tpsd.Dataset.range(10).batch(4))
     seen = [int(x) for batch in dist for part in s.experimental_local_results(batch) for x in np.asarray(part)]
     assert sorted(seen) == list(range(10))
 
 
+@pytest.mark.devices(4)
 def test_fetch_to_device_gives_jax_arrays_on_each_replicas_device():
     s = _strategy(4)
     step = next(iter(s.experimental_distribute_dataset(tpsd.Dataset.range(8).batch(8))))
@@ -178,6 +192,7 @@ def test_fetch_to_device_gives_jax_arrays_on_each_replicas_device():
     assert all(isinstance(v, np.ndarray) for v in host.values)
 
 
+@pytest.mark.devices(2)
 def test_string_leaves_stay_on_the_host():
     s = _strategy(2)
     ds = tpsd.Dataset.from_tensor_slices(np.array([b"a", b"b\x00", b"c", b"d"], dtype=object)).batch(4)
@@ -186,7 +201,7 @@ def test_string_leaves_stay_on_the_host():
 
 
 def test_distributed_batches_feed_a_compiled_run_and_ragged_ones_the_eager_path():
-    s = _strategy(4)
+    s = _up_to(4)
     totals = []
     for step in s.experimental_distribute_dataset(tpsd.Dataset.range(10).batch(4)):
         out = s.run(lambda x: tps.get_replica_context().all_reduce("SUM", x.sum()), (step,))
@@ -194,6 +209,7 @@ def test_distributed_batches_feed_a_compiled_run_and_ragged_ones_the_eager_path(
     assert totals == [6, 22, 17]
 
 
+@pytest.mark.devices(4)
 def test_pad_policy_pads_to_the_static_size_and_masks():
     s = _strategy(4)
     opts = tps.InputOptions(partial_batch="pad")
@@ -212,6 +228,7 @@ def test_pad_policy_pads_to_the_static_size_and_masks():
     assert totals == [6, 22, 17] and len(traces) == 1
 
 
+@pytest.mark.devices(2)
 def test_drop_policy_skips_the_partial_global_batch():
     s = _strategy(2)
     steps = _steps(s, s.experimental_distribute_dataset(tpsd.Dataset.range(10).batch(4),
@@ -220,7 +237,7 @@ def test_drop_policy_skips_the_partial_global_batch():
 
 
 def test_iterator_state_resumes_exactly_with_prefetching():
-    s = _strategy(2)
+    s = _up_to(2)
     ds = tpsd.Dataset.range(40).shuffle(10, seed=3).batch(4)
     dist = s.experimental_distribute_dataset(ds)
     it = iter(dist)
@@ -241,17 +258,19 @@ def test_iterator_state_resumes_exactly_with_prefetching():
 
 
 def test_get_next_as_optional_reports_the_end():
-    s = _strategy(2)
+    s = _up_to(2)
     it = iter(s.experimental_distribute_dataset(tpsd.Dataset.range(4).batch(4)))
     first = it.get_next_as_optional()
-    assert first.has_value() and [np.asarray(v).tolist() for v in first.get_value().values] == [[0, 1], [2, 3]]
+    pieces = {1: [[0, 1, 2, 3]], 2: [[0, 1], [2, 3]]}[s.num_replicas_in_sync]
+    assert first.has_value()
+    assert [np.asarray(v).tolist() for v in s.experimental_local_results(first.get_value())] == pieces
     assert not it.get_next_as_optional().has_value()
     with pytest.raises(StopIteration):
         it.get_next()
 
 
 def test_per_replica_mode_is_rejected_for_distribute_dataset():
-    s = _strategy(2)
+    s = _up_to(2)
     with pytest.raises(NotImplementedError, match="only supported in `distribute_datasets_from_function`"):
         s.experimental_distribute_dataset(
             tpsd.Dataset.range(4).batch(2),
@@ -260,7 +279,7 @@ def test_per_replica_mode_is_rejected_for_distribute_dataset():
 
 
 def test_empty_dataset_gives_no_steps():
-    s = _strategy(2)
+    s = _up_to(2)
     assert _steps(s, s.experimental_distribute_dataset(tpsd.Dataset.range(0).batch(4))) == []
 
 
@@ -269,7 +288,7 @@ def test_dropping_an_iterator_stops_its_prefetch_thread():
     import threading
     import time
 
-    s = _strategy(2)
+    s = _up_to(2)
     dist = s.experimental_distribute_dataset(tpsd.Dataset.range(1000).batch(4))
     before = threading.active_count()
     for _ in range(5):

@@ -10,6 +10,8 @@ import tpustrategy as tps
 import tpustrategy.data as tpsd
 from tpustrategy._src.input.distributed import DistributedDataset
 
+pytestmark = pytest.mark.devices(4)  # each element split over four replicas
+
 
 def _unbatched(policy):
     # input_lib_test's dataset: range(12).batch(8) made without a batch() (elements of 8 and 4 examples).

@@ -21,8 +21,9 @@ LOSSES = RNG.uniform(size=(40,)).astype(np.float32)
 WEIGHTS = RNG.integers(0, 3, size=(40,)).astype(np.float32)
 
 
-def _split(a: np.ndarray, n: int) -> tps.PerReplica:
-    return tps.PerReplica(list(np.array_split(a, n)))
+def _split(strategy: tps.Strategy, a: np.ndarray) -> tps.PerReplica:
+    """Piece r of ``a`` for replica r, one piece per replica of ``strategy`` (8, or 1 on --devices 1)."""
+    return tps.PerReplica(list(np.array_split(a, strategy.num_replicas_in_sync)))
 
 
 def _reference(make, *updates):
@@ -74,7 +75,7 @@ def test_updates_inside_run_equal_the_metric_of_the_whole_batch(path, n_examples
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
     batch = _batch(n_examples)
-    strategy.run(_step(*metrics), args=tuple(_split(a, 8) for a in batch))
+    strategy.run(_step(*metrics), args=tuple(_split(strategy, a) for a in batch))
     np.testing.assert_allclose(_results(metrics), _expected(batch), rtol=1e-6)
 
 
@@ -82,7 +83,7 @@ def test_result_inside_a_replica_function_is_the_global_result_on_every_replica(
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
     batch = _batch(40)
-    means, accuracies = strategy.run(_step(*metrics), args=tuple(_split(a, 8) for a in batch))
+    means, accuracies = strategy.run(_step(*metrics), args=tuple(_split(strategy, a) for a in batch))
     expected = _expected(batch)
     for value in strategy.experimental_local_results(means):
         assert float(value) == pytest.approx(expected[0], rel=1e-6)
@@ -100,8 +101,8 @@ def test_updates_inside_tps_function_accumulate_over_calls():
         return strategy.run(step, args=batch)
 
     first, second = _batch(40), tuple(a[::-1].copy() for a in _batch(40))
-    distributed_step(*(_split(a, 8) for a in first))
-    distributed_step(*(_split(a, 8) for a in second))
+    distributed_step(*(_split(strategy, a) for a in first))
+    distributed_step(*(_split(strategy, a) for a in second))
     np.testing.assert_allclose(_results(metrics), _expected(first, second), rtol=1e-6)
 
 
@@ -116,7 +117,7 @@ def test_result_read_inside_tps_function_is_the_global_result():
         return metrics[0].result(), metrics[1].result()
 
     batch = _batch(40)
-    mean, accuracy = distributed_step(*(_split(a, 8) for a in batch))
+    mean, accuracy = distributed_step(*(_split(strategy, a) for a in batch))
     expected = _expected(batch)
     assert float(mean) == pytest.approx(expected[0], rel=1e-6)
     assert float(accuracy) == pytest.approx(expected[1], rel=1e-6)
@@ -132,8 +133,8 @@ def test_a_ragged_last_batch_inside_tps_function_counts_every_example_once():
         return strategy.run(step, args=batch)
 
     full, partial = _batch(40), _batch(13)
-    distributed_step(*(_split(a, 8) for a in full))
-    distributed_step(*(_split(a, 8) for a in partial))
+    distributed_step(*(_split(strategy, a) for a in full))
+    distributed_step(*(_split(strategy, a) for a in partial))
     np.testing.assert_allclose(_results(metrics), _expected(full, partial), rtol=1e-6)
 
 
@@ -153,7 +154,7 @@ def test_cross_replica_updates_add_to_what_the_replicas_accumulated():
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
     batch, extra = _batch(40), _batch(7)
-    strategy.run(_step(*metrics), args=tuple(_split(a, 8) for a in batch))
+    strategy.run(_step(*metrics), args=tuple(_split(strategy, a) for a in batch))
     with strategy.scope():
         _step(*metrics)(*extra)
     _step(*metrics)(*extra)  # outside the scope too: the variables bring their strategy
@@ -187,21 +188,21 @@ def test_reset_state_zeroes_every_replica_component(path):
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
     batch = _batch(40)
-    strategy.run(_step(*metrics), args=tuple(_split(a, 8) for a in batch))
+    strategy.run(_step(*metrics), args=tuple(_split(strategy, a) for a in batch))
     for m in metrics:
         m.reset_state()
     for m in metrics:
         assert float(m.result()) == 0.0
         for v in m.variables:
-            assert [float(c) for c in strategy.experimental_local_results(v)] == [0.0] * 8
-    strategy.run(_step(*metrics), args=tuple(_split(a, 8) for a in batch))
+            assert [float(c) for c in strategy.experimental_local_results(v)] == [0.0] * strategy.num_replicas_in_sync
+    strategy.run(_step(*metrics), args=tuple(_split(strategy, a) for a in batch))
     np.testing.assert_allclose(_results(metrics), _expected(batch), rtol=1e-6)
 
 
 def test_reset_state_inside_a_replica_function_zeroes_every_component(path):
     strategy = tps.MirroredStrategy()
     metrics = _metrics(strategy)
-    batch = tuple(_split(a, 8) for a in _batch(40))
+    batch = tuple(_split(strategy, a) for a in _batch(40))
     strategy.run(_step(*metrics), args=batch)
 
     def reset_then_step(*b):
@@ -279,7 +280,7 @@ def test_a_custom_metric_built_with_add_weight_counts_every_replica(path):
     with strategy.scope():
         metric = _CountPositives()
     values = LOSSES[:13] - 0.5
-    results = strategy.run(lambda v: (metric.update_state(v), metric.result())[1], args=(_split(values, 8),))
+    results = strategy.run(lambda v: (metric.update_state(v), metric.result())[1], args=(_split(strategy, values),))
     expected = [float(np.sum(values > 0)), float(np.sum(values <= 0))]
     assert np.asarray(metric.result()).tolist() == expected
     for r in strategy.experimental_local_results(results):

@@ -2,14 +2,16 @@
 
 Each value is either the example in the Keras documentation of that metric
 (``tf.keras.metrics.X``) or computed by hand below the test's name. The same
-checks run without a strategy and in cross-replica code under an 8-replica
-strategy, where every update lands on the sync-on-read aggregate.
+checks run without a strategy and in cross-replica code under a strategy over
+every device (8 replicas, or 1 with ``--devices 1``), where every update lands on
+the sync-on-read aggregate.
 """
 
 from __future__ import annotations
 
 import contextlib
 
+import jax
 import numpy as np
 import pytest
 
@@ -28,7 +30,7 @@ KERAS_DOC_EXAMPLES = [
 
 @pytest.fixture(params=["no_strategy", "cross_replica"])
 def where(request):
-    """Creates and updates metrics with no strategy, or under an 8-replica strategy's scope."""
+    """Creates and updates metrics with no strategy, or under the scope of a strategy over every device."""
     if request.param == "no_strategy":
         yield contextlib.nullcontext
     else:
@@ -165,7 +167,7 @@ def test_metric_state_under_a_strategy_is_sync_on_read_and_summed():
         assert v.synchronization is tps.VariableSynchronization.ON_READ
         assert v.aggregation is tps.VariableAggregation.SUM
         assert not v.trainable
-        assert len(strategy.experimental_local_results(v)) == 8
+        assert len(strategy.experimental_local_results(v)) == len(jax.devices())
 
 
 def test_a_non_float_dtype_is_refused_with_the_fix():

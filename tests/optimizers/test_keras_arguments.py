@@ -28,10 +28,11 @@ def _steps(optimizer, n=3, strategy=None):
             opt = optimizer()
     else:
         a, b, opt = tps.Variable(V1), tps.Variable(V2), optimizer()
+    # Each replica holds its share of the gradient: their sum is G (8 replicas, or 1 on --devices 1).
+    share = 1.0 / strategy.num_replicas_in_sync if strategy is not None else 1.0
     for _ in range(n):
         if strategy is not None:
-            # 8 replicas each holding an eighth of the gradient: their sum is G.
-            strategy.run(lambda: opt.apply_gradients([(G1 / 8, a), (G2 / 8, b)]))
+            strategy.run(lambda: opt.apply_gradients([(G1 * share, a), (G2 * share, b)]))
         else:
             opt.apply_gradients([(G1, a), (G2, b)])
     return np.asarray(a.read_value()), np.asarray(b.read_value())
@@ -52,7 +53,7 @@ def _keras_sgd(lr, momentum=0.0, nesterov=False, wd=None, clip=lambda gs: gs, n=
     return vs
 
 
-@pytest.mark.parametrize("distributed", [False, True], ids=["no_strategy", "8_replicas"])
+@pytest.mark.parametrize("distributed", [False, True], ids=["no_strategy", "all_replicas"])
 @pytest.mark.parametrize("kwargs,clip", [
     ({"clipnorm": 2.0}, lambda gs: [g * 2.0 / max(np.linalg.norm(g), 2.0) for g in gs]),
     ({"global_clipnorm": 6.5}, lambda gs: [g * 6.5 / 13.0 for g in gs]),

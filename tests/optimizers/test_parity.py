@@ -1,4 +1,4 @@
-"""tps.optimizers on 8 replicas take the same steps as plain optax on one device.
+"""tps.optimizers on every device's replica take the same steps as plain optax on one device.
 
 A linear model (two variables) is trained for several steps: each replica
 scales its per-example losses with ``compute_average_loss`` and
@@ -73,8 +73,9 @@ def _replica_step(variables, optimizer):
     return step
 
 
-def _split(a, n=8):
-    return tps.PerReplica(list(np.split(a, n)))
+def _split(strategy, a):
+    """The global batch ``a`` split into one PerReplica component per replica (8, or 1 on --devices 1)."""
+    return tps.PerReplica(list(np.split(a, strategy.num_replicas_in_sync)))
 
 
 def _assert_matches(variables, expected):
@@ -89,7 +90,7 @@ def test_steps_inside_run_equal_single_device_optax(case, path):
     variables, optimizer = _model(strategy, make_optimizer)
     step = _replica_step(variables, optimizer)
     for i in range(STEPS):
-        strategy.run(step, args=(_split(X[i]), _split(Y[i])))
+        strategy.run(step, args=(_split(strategy, X[i]), _split(strategy, Y[i])))
     _assert_matches(variables, reference(make_tx))
     assert int(optimizer.iterations) == STEPS
 
@@ -106,7 +107,7 @@ def test_steps_inside_tps_function_equal_single_device_optax(case):
         return strategy.reduce("SUM", strategy.run(step, args=(x, y)), axis=None)
 
     for i in range(STEPS):
-        train_step(_split(X[i]), _split(Y[i]))
+        train_step(_split(strategy, X[i]), _split(strategy, Y[i]))
     _assert_matches(variables, reference(make_tx))
     assert int(optimizer.iterations) == STEPS
 
@@ -122,8 +123,8 @@ def test_several_steps_inside_one_tps_function_equal_single_device_optax():
         for k in range(3):
             strategy.run(step, args=(xs[k], ys[k]))
 
-    three_steps([_split(X[k]) for k in range(3)], [_split(Y[k]) for k in range(3)])
-    three_steps([_split(X[k]) for k in range(3, 6)], [_split(Y[k]) for k in range(3, 6)])
+    three_steps([_split(strategy, X[k]) for k in range(3)], [_split(strategy, Y[k]) for k in range(3)])
+    three_steps([_split(strategy, X[k]) for k in range(3, 6)], [_split(strategy, Y[k]) for k in range(3, 6)])
     _assert_matches(variables, reference(make_tx))
     assert int(optimizer.iterations) == 6
 
@@ -134,7 +135,7 @@ def test_summed_replica_gradients_give_exactly_the_optax_update(path):
     with strategy.scope():
         v = tps.Variable(np.ones(4, np.float32))
         optimizer = tps.optimizers.SGD(0.5, momentum=0.5)
-    grads = [np.arange(4, dtype=np.float32) * (r - 3) for r in range(8)]
+    grads = [np.arange(4, dtype=np.float32) * (r - 3) for r in range(strategy.num_replicas_in_sync)]
     for _ in range(3):
         strategy.run(lambda g: optimizer.apply_gradients([(g, v)]), args=(tps.PerReplica(grads),))
     tx, p = optax.sgd(0.5, momentum=0.5), jnp.ones(4)
@@ -200,6 +201,6 @@ def test_variables_with_any_aggregation_get_the_same_update(aggregation, path):
         optimizer = tps.optimizers.SGD(0.1, momentum=0.9)
     step = _replica_step([w, b], optimizer)
     for i in range(STEPS):
-        strategy.run(step, args=(_split(X[i]), _split(Y[i])))
+        strategy.run(step, args=(_split(strategy, X[i]), _split(strategy, Y[i])))
     _assert_matches([w, b], reference(CASES["momentum"][1]))
     assert len({np.asarray(c).tobytes() for c in strategy.experimental_local_results(w)}) == 1

@@ -15,6 +15,10 @@ def test_it_runs_a_replica_per_compute_device_and_keeps_the_parameter_device():
     strategy = tps.experimental.CentralStorageStrategy()
     assert strategy.num_replicas_in_sync == len(jax.local_devices())
     assert strategy.parameter_device.platform == "cpu"
+
+
+@pytest.mark.devices(4)
+def test_explicit_compute_and_parameter_devices_are_kept():
     two = tps.experimental.CentralStorageStrategy(compute_devices=jax.devices()[:2],
                                                   parameter_device="/cpu:0")
     assert two.num_replicas_in_sync == 2 and two.parameter_device == jax.devices("cpu")[0]
@@ -22,6 +26,7 @@ def test_it_runs_a_replica_per_compute_device_and_keeps_the_parameter_device():
     assert one.parameter_device == jax.devices()[3]
 
 
+@pytest.mark.devices(4)
 def test_a_training_step_equals_the_single_device_step():
     strategy = tps.experimental.CentralStorageStrategy(compute_devices=jax.devices()[:4])
     x = np.arange(8, dtype=np.float32).reshape(8, 1)

@@ -19,6 +19,7 @@ def _rid():
     return tps.get_replica_context().replica_id_in_sync_group
 
 
+@pytest.mark.devices(4)
 def test_all_reduce_sum_and_mean_of_floats(path):
     golden = case("allreduce_sum_mean_float_R4")["output"]["eager"]
     s = _strategy(4)
@@ -27,6 +28,7 @@ def test_all_reduce_sum_and_mean_of_floats(path):
     assert_close(render(out), golden)
 
 
+@pytest.mark.devices(3)
 def test_all_reduce_of_vectors_is_elementwise(path):
     golden = case("allreduce_vector_R3")["output"]["eager"]
     s = _strategy(3)
@@ -35,6 +37,7 @@ def test_all_reduce_of_vectors_is_elementwise(path):
     assert_close(render(out), golden)
 
 
+@pytest.mark.devices(4)
 def test_integer_mean_gives_the_default_float_dtype(path):
     golden = case("allreduce_int32_mean_R4")["output"]["eager"]
     s = _strategy(4)
@@ -46,6 +49,7 @@ def test_integer_mean_gives_the_default_float_dtype(path):
     assert all(np.asarray(v).dtype == np.int32 for v in total.values)
 
 
+@pytest.mark.devices(2)
 def test_invalid_reduce_op_is_a_value_error_naming_the_op(path):
     golden = case("allreduce_invalid_op")["error"]
     s = _strategy(2)
@@ -55,6 +59,7 @@ def test_invalid_reduce_op_is_a_value_error_naming_the_op(path):
     assert "ReduceOp.SUM" in str(info.value)
 
 
+@pytest.mark.devices(2)
 def test_all_reduce_of_nested_structures(path):
     s = _strategy(2)
 
@@ -68,6 +73,7 @@ def test_all_reduce_of_nested_structures(path):
     np.testing.assert_allclose(out["b"][1].values[1], [1.0, 1.0])
 
 
+@pytest.mark.devices(4)
 def test_gradient_of_all_reduce_is_the_same_all_reduce(path):
     # TF: y = sum_i 3·x_i, dy/dx_i = 3·R.
     s = _strategy(4)
@@ -85,6 +91,7 @@ def test_gradient_of_all_reduce_is_the_same_all_reduce(path):
     assert [float(v) for v in mean_grad.values] == [3.0] * 4
 
 
+@pytest.mark.devices(3)
 def test_all_gather_concatenates_in_replica_order(path):
     s = _strategy(3)
     out = s.run(lambda: tps.get_replica_context().all_gather(
@@ -93,6 +100,7 @@ def test_all_gather_concatenates_in_replica_order(path):
         assert np.asarray(v).tolist() == [0, 10, 1, 11, 2, 12]
 
 
+@pytest.mark.devices(3)
 def test_merge_call_groups_per_replica_args_and_hands_back_components(path):
     golden = case("merge_call_grouping_R3")["output"]
     s = _strategy(3)
@@ -116,6 +124,7 @@ def test_merge_call_groups_per_replica_args_and_hands_back_components(path):
     assert_close(render(b), golden["result"][1])
 
 
+@pytest.mark.devices(2)
 def test_merge_call_count_mismatch_raises_tensorflows_error():
     golden = case("merge_call_count_mismatch_error")["error"]
     tps.config.run_functions_eagerly(True)
@@ -135,6 +144,7 @@ def test_merge_call_count_mismatch_raises_tensorflows_error():
         tps.config.run_functions_eagerly(False)
 
 
+@pytest.mark.devices(2)
 def test_merge_call_outside_run_raises():
     s = _strategy(2)
     captured = []
@@ -148,6 +158,7 @@ def test_merge_call_in_the_default_context_calls_merge_fn_directly():
     assert out[0] is tps.get_strategy() and out[1] == 6
 
 
+@pytest.mark.devices(3)
 def test_local_results_of_various_values():
     golden = case("local_results_various")["output"]
     s = _strategy(3)
@@ -162,6 +173,7 @@ def test_local_results_of_various_values():
     assert render(list(nested_dict)) == golden["nested_dict"]["value"]
 
 
+@pytest.mark.devices(4)
 def test_values_from_function_passes_value_contexts():
     golden = case("dff_values_from_function")["output"]
     s = _strategy(4)
@@ -177,6 +189,7 @@ def test_values_from_function_passes_value_contexts():
     assert list(value.values) == golden["value"]["values"]
 
 
+@pytest.mark.devices(2)
 def test_gather_concatenates_components_along_an_axis():
     s = _strategy(2)
     pr = tps.PerReplica([np.array([[1, 2]]), np.array([[3, 4], [5, 6]])])
@@ -185,6 +198,7 @@ def test_gather_concatenates_components_along_an_axis():
     np.testing.assert_array_equal(s.gather(out, axis=0), [0, 0, 1, 1])
 
 
+@pytest.mark.devices(3)
 def test_all_reduce_results_are_mirrored_on_both_paths(path):
     s = _strategy(3)
     out, own = s.run(lambda: (tps.get_replica_context().all_reduce("SUM", _rid()), _rid()))

@@ -10,7 +10,8 @@ import pytest
 import tpustrategy as tps
 
 
-def _s(n=8):
+def _s(n=None):
+    """A MirroredStrategy over the first ``n`` devices (all of them by default)."""
     return tps.MirroredStrategy(devices=jax.devices()[:n])
 
 
@@ -26,13 +27,15 @@ def _components(s, var):
 # update ------------------------------------------------------------------------------------------
 def test_update_of_a_sum_sync_on_read_variable_gives_every_component_the_argument():
     s = _s()
+    r = len(jax.devices())
     v = _sync_on_read(s, tps.VariableAggregation.SUM)
     result = s.extended.update(v, lambda c, x: c.assign(x), args=(5.0,))
     assert result is v
-    assert _components(s, v) == [5.0] * 8  # TensorFlow: fn runs on each component with 5.0
-    assert float(v.read_value()) == 40.0  # and the SUM read adds them up
+    assert _components(s, v) == [5.0] * r  # TensorFlow: fn runs on each component with 5.0
+    assert float(v.read_value()) == 5.0 * r  # and the SUM read adds them up
 
 
+@pytest.mark.devices(4)
 def test_update_of_a_mean_sync_on_read_variable_adds_to_each_component():
     s = _s(4)
     v = _sync_on_read(s, tps.VariableAggregation.MEAN, initial=1.0)
@@ -42,6 +45,7 @@ def test_update_of_a_mean_sync_on_read_variable_adds_to_each_component():
     assert float(v.read_value()) == 2.5
 
 
+@pytest.mark.devices(4)
 def test_update_function_reads_its_own_component():
     s = _s(4)
     v = _sync_on_read(s, tps.VariableAggregation.SUM)
@@ -51,6 +55,7 @@ def test_update_function_reads_its_own_component():
     assert _components(s, v) == [1.0, 11.0, 21.0, 31.0]
 
 
+@pytest.mark.devices(4)
 def test_update_with_a_per_replica_argument_gives_each_component_its_own():
     s = _s(4)
     v = _sync_on_read(s, tps.VariableAggregation.SUM)
@@ -62,14 +67,16 @@ def test_update_with_a_per_replica_argument_gives_each_component_its_own():
 
 def test_update_inside_tps_function_runs_on_each_component():
     s = _s()
+    r = len(jax.devices())
     v = _sync_on_read(s, tps.VariableAggregation.SUM, initial=1.0)
     step = tps.function(lambda: s.extended.update(v, lambda c, x: c.assign_add(x), args=(5.0,)))
     step()
     step()
-    assert _components(s, v) == [11.0] * 8
-    assert float(v.read_value()) == 88.0
+    assert _components(s, v) == [11.0] * r
+    assert float(v.read_value()) == 11.0 * r
 
 
+@pytest.mark.devices(4)
 def test_update_keeps_the_variable_dtype_and_refuses_a_float_into_an_integer_variable():
     s = _s(4)
     with s.scope():
@@ -82,6 +89,7 @@ def test_update_keeps_the_variable_dtype_and_refuses_a_float_into_an_integer_var
         s.extended.update(v, lambda c, x: c.assign(x), args=(0.5,))
 
 
+@pytest.mark.devices(4)
 def test_update_of_a_mirrored_variable_runs_once_and_accepts_equal_per_replica_arguments():
     s = _s(4)
     with s.scope():
@@ -92,6 +100,7 @@ def test_update_of_a_mirrored_variable_runs_once_and_accepts_equal_per_replica_a
     assert _components(s, w) == [4.0] * 4
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("method,expected", [("assign", 1.0), ("assign_add", 8.0), ("assign_sub", 2.0)])
 @pytest.mark.parametrize("compiled_fn", [False, True], ids=["run", "tps.function"])
 def test_replica_context_update_follows_tensorflows_replica_ctx_update_test(path, method, expected, compiled_fn):
@@ -109,6 +118,7 @@ def test_replica_context_update_follows_tensorflows_replica_ctx_update_test(path
     assert _components(s, v) == [expected] * 4
 
 
+@pytest.mark.devices(4)
 def test_replica_context_update_of_a_sync_on_read_variable_writes_each_replicas_component(path):
     s = _s(4)
     v = _sync_on_read(s, tps.VariableAggregation.SUM)
@@ -123,6 +133,7 @@ def test_replica_context_update_of_a_sync_on_read_variable_writes_each_replicas_
     assert float(v.read_value()) == 10.0
 
 
+@pytest.mark.devices(4)
 def test_replica_context_update_of_a_mirrored_variable_with_differing_values_raises():
     s = _s(4)
     with s.scope():
@@ -138,6 +149,7 @@ def test_replica_context_update_of_a_mirrored_variable_with_differing_values_rai
 
 
 # reduce_to / batch_reduce_to ---------------------------------------------------------------------
+@pytest.mark.devices(4)
 def test_reduce_to_one_device_gives_an_array_that_float_accepts():
     s = _s(4)
     value = s.run(lambda: jnp.asarray(1.0) + tps.get_replica_context().replica_id_in_sync_group)
@@ -150,6 +162,7 @@ def test_reduce_to_one_device_gives_an_array_that_float_accepts():
     np.testing.assert_array_equal(np.asarray(pairs), [2.5, 2.5])
 
 
+@pytest.mark.devices(4)
 def test_reduce_to_a_distributed_value_or_mirrored_variable_gives_a_mirrored_on_its_devices():
     s = _s(4)
     value = s.run(lambda: jnp.asarray(1.0))
@@ -164,7 +177,7 @@ def test_reduce_to_a_distributed_value_or_mirrored_variable_gives_a_mirrored_on_
 def test_reduce_to_of_a_host_tensor_counts_it_once_per_replica():
     # TensorFlow's testReduceToHostTensor: a value equal on every replica, summed over R replicas.
     s = _s()
-    assert float(s.extended.reduce_to(tps.ReduceOp.SUM, jnp.asarray(1.0), jnp.asarray(1.0))) == 8.0
+    assert float(s.extended.reduce_to(tps.ReduceOp.SUM, jnp.asarray(1.0), jnp.asarray(1.0))) == len(jax.devices())
 
 
 def test_reduce_to_an_unknown_destination_names_what_it_received():
@@ -174,22 +187,23 @@ def test_reduce_to_an_unknown_destination_names_what_it_received():
 
 
 # Properties and TensorFlow's private helpers --------------------------------------------------------
-def test_mirrored_strategy_of_eight_local_devices_has_tensorflows_extended_values():
+def test_mirrored_strategy_of_all_local_devices_has_tensorflows_extended_values():
     s = _s()
     assert s.extended.worker_devices == tuple(jax.devices())
     assert s.extended.parameter_devices == tuple(jax.devices())
     assert s.extended.num_hosts == 1
-    assert s.extended.num_replicas_per_host == 8
-    assert s.extended._num_devices_per_worker == 8
+    assert s.extended.num_replicas_per_host == len(jax.devices())
+    assert s.extended._num_devices_per_worker == len(jax.devices())
 
 
-def test_tpu_strategy_of_eight_cores_has_one_host_of_eight_replicas():
+def test_tpu_strategy_of_all_cores_has_one_host_of_a_replica_per_core():
     s = tps.TPUStrategy()
     assert s.extended.worker_devices == tuple(jax.devices())
     assert s.extended.parameter_devices == s.extended.worker_devices
-    assert (s.extended.num_hosts, s.extended.num_replicas_per_host) == (1, 8)
+    assert (s.extended.num_hosts, s.extended.num_replicas_per_host) == (1, len(jax.devices()))
 
 
+@pytest.mark.devices(8)
 def test_tpu_strategy_with_two_cores_per_replica_counts_replicas_not_cores():
     grid = np.array(jax.devices()).reshape(4, 2)
     s = tps.TPUStrategy(device_assignment=tps.tpu.DeviceAssignment.from_devices(grid))
@@ -198,12 +212,14 @@ def test_tpu_strategy_with_two_cores_per_replica_counts_replicas_not_cores():
     assert s.extended.worker_devices == tuple(grid[:, 0])
 
 
+@pytest.mark.devices(4)
 def test_one_device_strategy_has_one_worker_device():
     s = tps.OneDeviceStrategy(jax.devices()[3])
     assert s.extended.worker_devices == (jax.devices()[3],)
     assert (s.extended.num_hosts, s.extended.num_replicas_per_host) == (1, 1)
 
 
+@pytest.mark.devices(4)
 def test_local_replica_id_and_replica_ctx_all_reduce_follow_tensorflows_private_helpers(path):
     s = _s(4)
 
@@ -217,6 +233,7 @@ def test_local_replica_id_and_replica_ctx_all_reduce_follow_tensorflows_private_
     assert s.extended._get_local_replica_id(3) == 3
 
 
+@pytest.mark.devices(2)
 def test_replica_ctx_all_reduce_outside_a_replica_function_says_where_to_call_it():
     with pytest.raises(RuntimeError, match="replica context"):
         _s(4).extended._replica_ctx_all_reduce("SUM", jnp.asarray(1.0))

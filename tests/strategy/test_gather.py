@@ -269,12 +269,20 @@ CASES = {name: fn for name, fn in dict(globals()).items()
          if name.startswith(("gather_", "all_gather_")) and callable(fn)}
 
 
+# Replicas whose values differ in shape or rank: one replica has nothing to mismatch.
+_MISMATCH_CASES = {"gather_raise_diff_shape_at_non_axis", "gather_raise_different_rank",
+                   "all_gather_raise_diff_shape_at_non_axis", "all_gather_raise_different_rank"}
+
+
 @pytest.mark.parametrize("pure_eager", [True, False], ids=["pure_eager", "tps.function"])
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [
+    pytest.param(name, marks=pytest.mark.devices(2)) if name in _MISMATCH_CASES else name
+    for name in sorted(CASES)])
 def test_tensorflow_gather_case_passes_on_mirrored_strategy(case, pure_eager):
     CASES[case](tps.MirroredStrategy(), pure_eager)
 
 
+@pytest.mark.devices(2)
 def test_the_eager_path_raises_the_same_error_for_mismatched_all_gather_shapes():
     tps.config.run_functions_eagerly(True)
     try:

@@ -17,6 +17,7 @@ def _strategy(replicas, cores, **kwargs):
     return tps.TPUStrategy(device_assignment=tps.tpu.DeviceAssignment.from_devices(grid), **kwargs)
 
 
+@pytest.mark.devices(8)
 @pytest.mark.parametrize("replicas,cores", [(4, 2), (2, 4)])
 def test_the_mesh_has_replica_and_core_axes_in_assignment_order(replicas, cores):
     s = _strategy(replicas, cores)
@@ -27,6 +28,7 @@ def test_the_mesh_has_replica_and_core_axes_in_assignment_order(replicas, cores)
     assert [int(v) for v in s.experimental_local_results(ids)] == list(range(replicas))
 
 
+@pytest.mark.devices(8)
 @pytest.mark.parametrize("replicas,cores", [(4, 2), (2, 4)])
 def test_all_reduce_sums_over_replicas_only(replicas, cores):
     s = _strategy(replicas, cores)
@@ -36,6 +38,7 @@ def test_all_reduce_sums_over_replicas_only(replicas, cores):
     assert float(s.reduce("SUM", out, axis=None)) == replicas * replicas * (replicas + 1) / 2
 
 
+@pytest.mark.devices(8)
 def test_a_device_assignment_built_from_a_topology_maps_cores_like_tensorflow():
     topology = tps.tpu.Topology(mesh_shape=[2, 2, 1, 2], device_coordinates=[[[x, y, 0, c] for y in range(2)
                                                                             for x in range(2) for c in range(2)]])
@@ -46,6 +49,7 @@ def test_a_device_assignment_built_from_a_topology_maps_cores_like_tensorflow():
     assert s.mesh.devices.tolist() == expected
 
 
+@pytest.mark.devices(8)
 def test_split_replicate_and_assign_set_the_core_sharding_inside_a_replica_function():
     s = _strategy(4, 2)
     x = tps.PerReplica([np.ones((3, 8), np.float32) * i for i in range(4)])
@@ -64,6 +68,7 @@ def test_split_replicate_and_assign_set_the_core_sharding_inside_a_replica_funct
         assert all(p.shape == (3, 8) for p in parts)
 
 
+@pytest.mark.devices(8)
 def test_a_weight_split_over_two_cores_stores_half_per_device_and_trains_like_one_core():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(32, 16)).astype(np.float32)
@@ -97,6 +102,7 @@ def test_a_weight_split_over_two_cores_stores_half_per_device_and_trains_like_on
     assert {s.data.shape for s in w._value.addressable_shards} == {(16, 4)}  # half of (16, 8) per device
 
 
+@pytest.mark.devices(8)
 def test_a_ragged_step_runs_with_several_cores_per_replica():
     s = _strategy(4, 2)
     x = tps.PerReplica([np.ones((i + 1, 4), np.float32) for i in range(4)])
@@ -104,6 +110,7 @@ def test_a_ragged_step_runs_with_several_cores_per_replica():
     assert [float(v) for v in s.experimental_local_results(out)] == [40.0] * 4
 
 
+@pytest.mark.devices(8)
 def test_distributed_input_feeds_four_replicas_of_two_cores():
     s = _strategy(4, 2)
     dist = s.experimental_distribute_dataset(tpsd.Dataset.range(16).batch(8))
@@ -119,6 +126,7 @@ def test_distributed_input_feeds_four_replicas_of_two_cores():
     (lambda s, x: s.experimental_assign_to_logical_device(x, 2), ValueError, "only total of 2 logical devices"),
     (lambda s, x: s.experimental_assign_to_logical_device(x, -1), ValueError, "logical device id -1"),
 ])
+@pytest.mark.devices(8)
 def test_logical_device_calls_validate_like_tensorflow(call, error, fragment):
     s = _strategy(4, 2)
     with pytest.raises(error, match=None) as info:
@@ -126,18 +134,21 @@ def test_logical_device_calls_validate_like_tensorflow(call, error, fragment):
     assert fragment in str(info.value)
 
 
+@pytest.mark.devices(8)
 def test_splitting_two_dimensions_at_once_names_the_supported_form():
     s = _strategy(2, 4)
     with pytest.raises(NotImplementedError, match=r"\[4, 1\]"):
         s.experimental_split_to_logical_devices(jnp.ones((4, 4)), [2, 2])
 
 
+@pytest.mark.devices(8)
 def test_assign_to_a_logical_device_is_refused_with_spmd_partitioning_as_in_tensorflow():
     s = _strategy(4, 2, experimental_spmd_xla_partitioning=True)
     with pytest.raises(ValueError, match="SPMD"):
         s.experimental_assign_to_logical_device(jnp.ones(2), 0)
 
 
+@pytest.mark.devices(8)
 def test_logical_device_scopes_are_validated():
     s = _strategy(4, 2)
     with s.scope(), s.extended.experimental_logical_device(1):
@@ -154,6 +165,7 @@ def _scaled(v):
         return v * 5.0
 
 
+@pytest.mark.devices(3)
 def test_from_devices_rejects_a_ragged_grid_and_repeated_devices():
     d = jax.devices()
     with pytest.raises(ValueError, match="rectangular grid"):

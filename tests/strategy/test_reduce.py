@@ -11,7 +11,8 @@ import tpustrategy as tps
 from tests.golden.cases import assert_close, case, ids
 
 _VALUE_CASES = [
-    i for i in ids("strategy.reduce") if "per_replica_values" in case(i)["input"]
+    pytest.param(i, marks=pytest.mark.devices(case(i)["input"]["num_replicas"]))
+    for i in ids("strategy.reduce") if "per_replica_values" in case(i)["input"]
 ]
 
 
@@ -49,18 +50,21 @@ def test_reduce_matches_tensorflow_golden_case(case_id):
     assert np.asarray(out).dtype == expected_dtype
 
 
+@pytest.mark.devices(2)
 def test_seed_example_mean_over_partial_batch_is_two_and_a_half():
     s = _strategy(2)
     value = tps.PerReplica([np.array([0.0, 1, 2, 3]), np.array([4.0, 5])])
     assert float(s.reduce(tps.ReduceOp.MEAN, value, axis=0)) == 2.5
 
 
+@pytest.mark.devices(2)
 def test_reduce_requires_axis_like_tensorflow_2():
     s = _strategy(2)
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'axis'"):
         s.reduce("SUM", tps.PerReplica([1.0, 2.0]))
 
 
+@pytest.mark.devices(2)
 def test_plain_values_follow_design_rules():
     c = case("reduce_plain_tensor_non_distributed")
     s = _strategy(2)
@@ -81,6 +85,7 @@ def test_single_replica_reduce_of_plain_tensor():
     assert_close(float(s.reduce("MEAN", x, axis=0)), c["MEAN_0"])
 
 
+@pytest.mark.devices(4)
 def test_mirrored_mean_is_the_value_and_sum_is_r_times_it():
     s = _strategy(4)
     m = s.run(lambda: tps.get_replica_context().all_reduce("SUM", jnp.float32(1.0)))
@@ -89,6 +94,7 @@ def test_mirrored_mean_is_the_value_and_sum_is_r_times_it():
     assert float(s.reduce("SUM", m, axis=None)) == 16.0
 
 
+@pytest.mark.devices(2)
 def test_nested_structures_reduce_leaf_by_leaf_with_axis_none():
     s = _strategy(2)
     value = {"a": tps.PerReplica([1.0, 2.0]), "b": (tps.PerReplica([np.ones(2), 3 * np.ones(2)]),)}
@@ -97,6 +103,7 @@ def test_nested_structures_reduce_leaf_by_leaf_with_axis_none():
     np.testing.assert_allclose(out["b"][0], [4.0, 4.0])
 
 
+@pytest.mark.devices(2)
 def test_negative_and_tuple_axes_are_normalised():
     s = _strategy(2)
     a = np.arange(6.0).reshape(2, 3)
@@ -106,6 +113,7 @@ def test_negative_and_tuple_axes_are_normalised():
     assert float(s.reduce("MEAN", value, axis=[0, -1])) == pytest.approx(np.mean([a, a + 10]))
 
 
+@pytest.mark.devices(4)
 def test_reduce_of_run_outputs_on_the_compiled_path():
     c = case("reduce_from_run_output_tf_function")
     s = _strategy(4)
@@ -114,6 +122,7 @@ def test_reduce_of_run_outputs_on_the_compiled_path():
     assert_close([float(s.reduce("SUM", out, axis=None)), float(s.reduce("MEAN", out, axis=None))], c["output"])
 
 
+@pytest.mark.devices(4)
 def test_reduce_of_stacked_values_with_axis_weights_by_elements():
     s = _strategy(4)
     out = s.run(lambda: jnp.arange(3.0) + tps.get_replica_context().replica_id_in_sync_group)
@@ -121,12 +130,14 @@ def test_reduce_of_stacked_values_with_axis_weights_by_elements():
     assert float(s.reduce("SUM", out, axis=0)) == pytest.approx(np.sum([np.arange(3.0) + r for r in range(4)]))
 
 
+@pytest.mark.devices(2)
 def test_invalid_axis_type_raises_type_error():
     s = _strategy(2)
     with pytest.raises(TypeError, match="Expected `axis` to be an integer, tuple or list"):
         s.reduce("SUM", tps.PerReplica([np.ones(2), np.ones(2)]), axis="0")
 
 
+@pytest.mark.devices(2)
 def test_reduce_inside_replica_function_raises_cross_replica_error():
     c = case("reduce_in_replica_context_error")
     s = _strategy(2)
@@ -135,6 +146,7 @@ def test_reduce_inside_replica_function_raises_cross_replica_error():
     assert c["error"]["core"].startswith("Method requires being in cross-replica context")
 
 
+@pytest.mark.devices(2)
 def test_reduce_results_are_jax_arrays():
     s = _strategy(2)
     out = s.reduce("SUM", tps.PerReplica([np.float32(1), np.float32(2)]), axis=None)

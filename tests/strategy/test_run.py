@@ -27,6 +27,7 @@ def _state():
     }
 
 
+@pytest.mark.devices(2)
 def test_context_states_in_default_scope_run_and_merge_fn(path):
     golden = case("replica_context_states")["output"]
     s = _strategy(2)
@@ -61,6 +62,7 @@ def test_context_states_in_default_scope_run_and_merge_fn(path):
     assert all(is_s for _, _, is_s in seen)
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("case_id", ["run_replica_ids_R4_eager", "run_replica_ids_R4_tf_function"])
 def test_replica_ids_are_global_and_num_replicas_is_a_python_int(case_id, path):
     golden = case(case_id)["output"]["value"]
@@ -73,6 +75,7 @@ def test_replica_ids_are_global_and_num_replicas_is_a_python_int(case_id, path):
     assert all(np.asarray(v).dtype == np.int32 for v in ids.values)
 
 
+@pytest.mark.devices(2)
 def test_args_must_be_a_tuple_or_list():
     golden = case("run_args_not_tuple_error")["error"]
     s = _strategy(2)
@@ -81,12 +84,14 @@ def test_args_must_be_a_tuple_or_list():
     assert str(info.value) == golden["message"]
 
 
+@pytest.mark.devices(2)
 def test_run_inside_a_replica_function_raises():
     s = _strategy(2)
     with pytest.raises(RuntimeError, match="cross-replica context"):
         s.run(lambda: s.run(lambda: 1))
 
 
+@pytest.mark.devices(2)
 def test_scope_inside_a_replica_function_raises(path):
     s = _strategy(2)
 
@@ -98,6 +103,7 @@ def test_scope_inside_a_replica_function_raises(path):
         s.run(fn)
 
 
+@pytest.mark.devices(3)
 def test_mixing_strategies_raises_with_both_named():
     a, b = _strategy(2), _strategy(3)
     with a.scope():
@@ -111,6 +117,7 @@ def test_mixing_strategies_raises_with_both_named():
             b.reduce("SUM", 1.0, axis=None)
 
 
+@pytest.mark.devices(2)
 def test_same_strategy_scope_nests():
     s = _strategy(2)
     with s.scope():
@@ -122,6 +129,7 @@ def test_same_strategy_scope_nests():
     assert not tps.has_strategy()
 
 
+@pytest.mark.devices(3)
 def test_per_replica_args_are_split_and_others_broadcast(path):
     s = _strategy(3)
     pr = s.experimental_distribute_values_from_function(
@@ -131,6 +139,7 @@ def test_per_replica_args_are_split_and_others_broadcast(path):
     assert [float(v) for v in out.values] == [1.0, 21.0, 41.0]
 
 
+@pytest.mark.devices(2)
 def test_per_replica_kwargs_are_split():
     s = _strategy(2)
     pr = tps.PerReplica([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
@@ -138,6 +147,7 @@ def test_per_replica_kwargs_are_split():
     assert [float(x) for x in out.values] == [3.0, 7.0]
 
 
+@pytest.mark.devices(2)
 def test_return_structures_keep_python_values_unwrapped(path):
     s = _strategy(2)
     Point = collections.namedtuple("Point", "x y")
@@ -163,6 +173,7 @@ def test_single_replica_returns_plain_arrays(path):
     assert len(s.experimental_local_results(out)) == 1
 
 
+@pytest.mark.devices(4)
 def test_all_reduce_results_come_back_mirrored_on_the_compiled_path():
     s = _strategy(4)
     w = jnp.ones(3)
@@ -178,6 +189,7 @@ def test_all_reduce_results_come_back_mirrored_on_the_compiled_path():
     np.testing.assert_allclose(new_w.values[3], np.ones(3) - 0.15)
 
 
+@pytest.mark.devices(2)
 def test_function_is_traced_once_per_input_signature():
     s = _strategy(2)
     traces = []
@@ -204,12 +216,14 @@ def test_default_strategy_runs_and_reduces():
     assert s.experimental_local_results(3) == tuple(golden["local_results"])
 
 
+@pytest.mark.devices(2)
 def test_experimental_run_v2_is_run():
     s = _strategy(2)
     out = s.experimental_run_v2(lambda: tps.get_replica_context().replica_id_in_sync_group)
     assert [int(v) for v in out.values] == [0, 1]
 
 
+@pytest.mark.devices(2)
 def test_an_exception_in_the_replica_function_reaches_the_caller(path):
     s = _strategy(2)
 
@@ -227,6 +241,7 @@ def test_tpu_strategy_falls_back_to_default_backend_devices():
     assert float(s.experimental_local_results(out)[0]) == len(jax.devices())
 
 
+@pytest.mark.devices(4)
 def test_one_device_strategy_has_one_replica():
     s = tps.OneDeviceStrategy("/cpu:3")
     assert s.num_replicas_in_sync == 1
@@ -239,6 +254,7 @@ def test_bad_device_string_names_the_device_and_the_fix():
         tps.MirroredStrategy(["/cpu:99"])
 
 
+@pytest.mark.devices(2)
 def test_python_control_flow_on_replica_values_falls_back_to_the_eager_path_with_a_warning():
     s = _strategy(2)
 
@@ -257,6 +273,7 @@ def test_python_control_flow_on_replica_values_falls_back_to_the_eager_path_with
         assert list(s.run(fn).values) == [10, 20]  # remembered: no second warning
 
 
+@pytest.mark.devices(2)
 def test_compute_average_loss_divides_by_the_global_batch():
     golden = case("e2e_compute_average_loss_R2")["output"]
     s = _strategy(2)

@@ -82,6 +82,15 @@ def test_supports_per_replica_input_is_true_for_mirrored_strategies_only():
 def test_per_replica_input_mode_is_refused_where_the_strategy_does_not_support_it():
     opts = tps.InputOptions(experimental_replication_mode=tps.InputReplicationMode.PER_REPLICA,
                             experimental_fetch_to_device=False)
+    with pytest.raises(NotImplementedError, match="OneDeviceStrategy builds one input pipeline"):
+        tps.OneDeviceStrategy(jax.devices()[0]).distribute_datasets_from_function(
+            lambda ctx: tpsd.Dataset.range(2).batch(1), opts)
+
+
+@pytest.mark.devices(2)
+def test_per_replica_input_mode_builds_one_pipeline_per_replica_where_supported():
+    opts = tps.InputOptions(experimental_replication_mode=tps.InputReplicationMode.PER_REPLICA,
+                            experimental_fetch_to_device=False)
     seen = []
 
     def fn(ctx):
@@ -90,8 +99,6 @@ def test_per_replica_input_mode_is_refused_where_the_strategy_does_not_support_i
 
     tps.experimental.CentralStorageStrategy(jax.devices()[:2]).distribute_datasets_from_function(fn, opts)
     assert seen == [0, 1]  # one pipeline per replica
-    with pytest.raises(NotImplementedError, match="OneDeviceStrategy builds one input pipeline"):
-        tps.OneDeviceStrategy(jax.devices()[0]).distribute_datasets_from_function(fn, opts)
 
 
 def test_only_tpu_strategy_requires_static_shapes_and_its_extended_is_a_strategy_extended():
@@ -114,6 +121,10 @@ def test_replica_ctx_all_reduce_outside_every_scope_uses_the_default_replica_con
     assert float(total["b"]) == 3.0
     mean = tps.get_strategy().extended._replica_ctx_all_reduce("MEAN", jnp.asarray(4, jnp.int32))
     assert mean.dtype == jnp.float32 and float(mean) == 4.0
+
+
+@pytest.mark.devices(2)
+def test_replica_ctx_all_reduce_of_several_replicas_outside_a_replica_function_is_refused():
     # Several replicas outside a replica function, and cross-replica context, refuse it.
     four = tps.MirroredStrategy(jax.devices()[:4])
     with pytest.raises(RuntimeError, match="replica context"):

@@ -23,6 +23,7 @@ def _per_replica(n=4):
     return tps.PerReplica([np.full(2, float(i + 1), np.float32) for i in range(n)])
 
 
+@pytest.mark.devices(4)
 def test_run_accepts_run_options():
     s = _s()
     out = s.run(lambda x: x * 2, (_per_replica(),),
@@ -30,6 +31,7 @@ def test_run_accepts_run_options():
     assert [float(v[0]) for v in s.experimental_local_results(out)] == [2.0, 4.0, 6.0, 8.0]
 
 
+@pytest.mark.devices(4)
 def test_reduce_to_and_batch_reduce_to_give_mirrored_reductions():
     s = _s()
     total = s.extended.reduce_to(tps.ReduceOp.SUM, _per_replica(), destinations=_per_replica())
@@ -61,6 +63,7 @@ def test_cluster_resolver_is_what_the_strategy_was_built_with():
     assert tps.TPUStrategy(resolver).cluster_resolver is resolver
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("ops", [lambda: tps.HierarchicalCopyAllReduce(num_packs=2), lambda: tps.NcclAllReduce(),
                                  lambda: tps.ReductionToOneDevice(reduce_to_device="/cpu:0")])
 def test_cross_device_ops_are_accepted_and_give_the_same_all_reduce(ops, caplog):
@@ -79,6 +82,12 @@ def test_communication_options_and_implementation():
                                                  implementation=tps.experimental.CommunicationImplementation.RING)
     assert opts.implementation is tps.experimental.CommunicationImplementation.RING
     assert tps.experimental.CommunicationOptions(implementation="nccl").implementation.name == "NCCL"
+
+
+@pytest.mark.devices(4)
+def test_an_all_reduce_accepts_communication_options():
+    opts = tps.experimental.CommunicationOptions(bytes_per_pack=1024, timeout_seconds=5,
+                                                 implementation=tps.experimental.CommunicationImplementation.RING)
     s = _s()
     assert float(s.reduce("SUM", s.run(lambda: tps.get_replica_context().all_reduce("SUM", 1.0,
                                                                                        options=opts)), axis=None)) == 16.0

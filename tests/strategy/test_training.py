@@ -42,6 +42,7 @@ def _split(x, n):
     return tps.PerReplica(list(np.split(x, n)))
 
 
+@pytest.mark.devices(8)
 def test_ten_steps_of_data_parallel_sgd_equal_single_device_sgd():
     n, lr = 8, 0.1
     s = _strategy(n)
@@ -66,6 +67,7 @@ def test_ten_steps_of_data_parallel_sgd_equal_single_device_sgd():
         np.testing.assert_allclose(np.asarray(params[k].values[0]), ref[k], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_broadcast_inputs_give_per_replica_gradients():
     s = _strategy(4)
     w = jnp.float32(2.0)
@@ -78,6 +80,7 @@ def test_broadcast_inputs_give_per_replica_gradients():
     assert [float(v) for v in g.values] == [0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.devices(4)
 def test_compiled_and_eager_paths_agree_on_a_training_step():
     n = 4
     s = _strategy(n)
@@ -101,6 +104,7 @@ def test_compiled_and_eager_paths_agree_on_a_training_step():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_ragged_per_replica_inputs_take_the_eager_path_and_match_hand_computed_values():
     s = _strategy(4)
     x = tps.PerReplica([np.arange(4.0), np.arange(4.0, 6.0), np.zeros(0), np.array([9.0])])
@@ -121,6 +125,7 @@ def test_ragged_per_replica_inputs_take_the_eager_path_and_match_hand_computed_v
     assert float(s.reduce("MEAN", x, axis=0)) == pytest.approx((15.0 + 9.0) / 7)
 
 
+@pytest.mark.devices(3)
 def test_eager_path_runs_each_replica_on_its_own_device():
     s = _strategy(3)
     tps.config.run_functions_eagerly(True)
@@ -136,6 +141,7 @@ def test_run_functions_eagerly_rejects_non_bools():
         tps.config.run_functions_eagerly(1)
 
 
+@pytest.mark.devices(8)
 @pytest.mark.timeout(240)
 def test_two_thousand_consecutive_runs_with_an_all_reduce_do_not_deadlock():
     s = _strategy(8)
@@ -150,6 +156,7 @@ def test_two_thousand_consecutive_runs_with_an_all_reduce_do_not_deadlock():
     assert float(out.values[0]) == 28.0
 
 
+@pytest.mark.devices(8)
 @pytest.mark.timeout(240)
 def test_a_thousand_runs_each_followed_by_a_reduce_do_not_deadlock():
     s = _strategy(8)

@@ -36,8 +36,12 @@ CROSS_DEVICE_OPS = {
 DEVICES = {"one": ["/cpu:0"], "cpu_and_other": ["/cpu:0", "/cpu:1"], "two_others": ["/cpu:1", "/cpu:2"]}
 
 
+def _index(name):
+    return int(name.rsplit(":", 1)[1])
+
+
 def _devices(names):
-    return [jax.devices()[int(n.rsplit(":", 1)[1])] for n in names]
+    return [jax.devices()[_index(n)] for n in names]
 
 
 def _per_replica(values, devices):
@@ -71,7 +75,9 @@ def _assert_mirrored_equal(got, expected_value, destination):
         np.testing.assert_allclose(np.asarray(c), expected_value)
 
 
-@pytest.mark.parametrize("devices_name", list(DEVICES))
+@pytest.mark.parametrize("devices_name", [
+    pytest.param(name, marks=pytest.mark.devices(1 + max(_index(n) for n in names)))
+    for name, names in DEVICES.items()])
 @pytest.mark.parametrize("ops_name", list(CROSS_DEVICE_OPS))
 def test_reduction_and_broadcast(ops_name, devices_name):
     cross_device_ops = CROSS_DEVICE_OPS[ops_name]()
@@ -105,6 +111,7 @@ def test_reduction_and_broadcast(ops_name, devices_name):
         _assert_mirrored_equal(cross_device_ops.broadcast(jnp.asarray(1.0), destinations), 1.0, destinations)
 
 
+@pytest.mark.devices(2)
 def test_reduce_onto_a_mirrored_variable_places_one_component_per_replica():
     strategy = tps.MirroredStrategy(jax.devices()[:2])
     with strategy.scope():

@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 
@@ -29,7 +30,14 @@ REF = json.load(open(_FIXTURE))["distribute"]
 
 @pytest.fixture(scope="module")
 def mirrored_strategy() -> tps.MirroredStrategy:
+    """The tutorial's 2 virtual CPUs: tests using it compare with TensorFlow's 2-replica values."""
     return tps.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+@pytest.fixture(scope="module")
+def up_to_two() -> tps.MirroredStrategy:
+    """The tutorial's strategy where the test does not depend on the count: one replica on --devices 1."""
+    return tps.MirroredStrategy(jax.devices()[:2])
 
 
 def local(strategy: Any, value: Any) -> list[Any]:
@@ -72,6 +80,7 @@ def test_plain_dataset_loop():
     np.testing.assert_allclose(np.concatenate(out), np.full((100, 1), 0.7), rtol=1e-6)
 
 
+@pytest.mark.devices(2)
 def test_experimental_distribute_dataset_first_batch(mirrored_strategy):
     dataset = tpsd.Dataset.from_tensors(([1.0], [1.0])).repeat(100).batch(16)
     dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
@@ -90,6 +99,7 @@ def test_auto_shard_policy_option():
     assert dataset.options().experimental_distribute.auto_shard_policy == tpsd.experimental.AutoShardPolicy.DATA
 
 
+@pytest.mark.devices(2)
 def test_distribute_datasets_from_function(mirrored_strategy):
     global_batch_size = 16
 
@@ -105,6 +115,7 @@ def test_distribute_datasets_from_function(mirrored_strategy):
     assert shapes == REF["from_function_shapes"]  # one step: (4, 16, 1) and an empty (0, 0, 1)
 
 
+@pytest.mark.devices(2)
 def test_run_over_distributed_dataset(mirrored_strategy):
     dataset = tpsd.Dataset.from_tensors(([1.0], [1.0])).repeat(100).batch(16)
     dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
@@ -115,22 +126,24 @@ def test_run_over_distributed_dataset(mirrored_strategy):
             np.testing.assert_allclose(np.asarray(g, np.float32).reshape(-1), np.asarray(r, np.float32).reshape(-1))
 
 
-def test_iter_per_epoch_with_next(mirrored_strategy):
+def test_iter_per_epoch_with_next(up_to_two):
     dataset = tpsd.Dataset.from_tensors(([1.0], [1.0])).repeat(100).batch(16)
-    dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
+    dist_dataset = up_to_two.experimental_distribute_dataset(dataset)
     num_epochs, steps_per_epoch = 10, 5
     n = 0
     for _epoch in range(num_epochs):
         dist_iterator = iter(dist_dataset)
         for _step in range(steps_per_epoch):
-            loss = mirrored_strategy.run(train_step, args=(next(dist_iterator),))
+            loss = up_to_two.run(train_step, args=(next(dist_iterator),))
             n += 1
-            np.testing.assert_allclose(np.concatenate(local(mirrored_strategy, loss)), np.full((16, 1), 0.7), rtol=1e-6)
+            np.testing.assert_allclose(np.concatenate(local(up_to_two, loss)), np.full((16, 1), 0.7), rtol=1e-6)
         # dist_iterator.get_next() is the same as next(dist_iterator)
-        assert np.shape(mirrored_strategy.experimental_local_results(dist_iterator.get_next()[0])[0]) == (8, 1)
+        first = up_to_two.experimental_local_results(dist_iterator.get_next()[0])[0]
+        assert np.shape(first) == {1: (16, 1), 2: (8, 1)}[up_to_two.num_replicas_in_sync]
     assert n == 50
 
 
+@pytest.mark.devices(2)
 def test_get_next_as_optional_in_function(mirrored_strategy):
     global_batch_size, steps_per_loop = 4, 5
     strategy = mirrored_strategy
@@ -155,6 +168,7 @@ def test_get_next_as_optional_in_function(mirrored_strategy):
     assert [[np.asarray(v).tolist() for v in p] for p in printed] == REF["optional"]
 
 
+@pytest.mark.devices(2)
 def test_get_next_as_optional_eager_and_empty(mirrored_strategy):
     strategy = mirrored_strategy
     it = iter(strategy.experimental_distribute_dataset(tpsd.Dataset.range(9).batch(4)))
@@ -169,6 +183,7 @@ def test_get_next_as_optional_eager_and_empty(mirrored_strategy):
         it.get_next_as_optional().get_value()
 
 
+@pytest.mark.devices(2)
 def test_function_with_element_spec_input_signature(mirrored_strategy):
     dataset = tpsd.Dataset.from_tensors(([1.0], [1.0])).repeat(100).batch(16)
     dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
@@ -192,6 +207,7 @@ def test_function_with_element_spec_input_signature(mirrored_strategy):
                 np.testing.assert_allclose(np.concatenate(local(mirrored_strategy, part)), np.full((16, 1), 1.0))
 
 
+@pytest.mark.devices(2)
 def test_preprocessing_lookup_in_dataset_fn(mirrored_strategy):
     strategy = mirrored_strategy
     vocab = ["a", "b", "c", "d", "f"]
@@ -222,10 +238,10 @@ def test_preprocessing_lookup_in_dataset_fn(mirrored_strategy):
     assert [local(strategy, next(resumed)) for _ in range(4)] == expected
 
 
-def test_enumerate_predict_partial_batches(mirrored_strategy):
+def test_enumerate_predict_partial_batches(up_to_two):
     dataset_size, batch_size = 24, 6
     dataset = tpsd.Dataset.range(dataset_size).enumerate().batch(batch_size)
-    dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
+    dist_dataset = up_to_two.experimental_distribute_dataset(dataset)
 
     def predict(index, inputs):
         outputs = 2 * inputs
@@ -233,15 +249,16 @@ def test_enumerate_predict_partial_batches(mirrored_strategy):
 
     result = {}
     for index, inputs in dist_dataset:
-        output_index, outputs = mirrored_strategy.run(predict, args=(index, inputs))
-        rindices = [i for a in mirrored_strategy.experimental_local_results(output_index) for i in np.asarray(a)]
-        routputs = [o for a in mirrored_strategy.experimental_local_results(outputs) for o in np.asarray(a)]
+        output_index, outputs = up_to_two.run(predict, args=(index, inputs))
+        rindices = [i for a in up_to_two.experimental_local_results(output_index) for i in np.asarray(a)]
+        routputs = [o for a in up_to_two.experimental_local_results(outputs) for o in np.asarray(a)]
         for i, value in zip(rindices, routputs, strict=True):
             result[int(i)] = int(value)
     assert sorted(result.items()) == [tuple(p) for p in REF["enumerate_predict"]]
-    assert_resumes(mirrored_strategy, dist_dataset, 2)
+    assert_resumes(up_to_two, dist_dataset, 2)
 
 
+@pytest.mark.devices(2)
 def test_distribute_values_from_function(mirrored_strategy):
     def value_fn(ctx):
         return np.int32(ctx.replica_id_in_sync_group)  # tf.constant(ctx.replica_id_in_sync_group)
@@ -252,7 +269,7 @@ def test_distribute_values_from_function(mirrored_strategy):
         assert local(mirrored_strategy, result) == REF["values_from_function"]
 
 
-def test_from_generator_distributed(mirrored_strategy, tmp_path):
+def test_from_generator_distributed(up_to_two, tmp_path):
     rng = np.random.default_rng(0)
 
     def input_gen():
@@ -260,23 +277,23 @@ def test_from_generator_distributed(mirrored_strategy, tmp_path):
             yield rng.random(4)
 
     dataset = tpsd.Dataset.from_generator(input_gen, output_types=(np.float32), output_shapes=(4,))
-    dist_dataset = mirrored_strategy.experimental_distribute_dataset(dataset)
+    dist_dataset = up_to_two.experimental_distribute_dataset(dataset)
     iterator = iter(dist_dataset)
     for _ in range(4):
-        result = mirrored_strategy.run(lambda x: x, args=(next(iterator),))
-        parts = mirrored_strategy.experimental_local_results(result)
-        assert [np.shape(p) for p in parts] == [(2,), (2,)]
+        result = up_to_two.run(lambda x: x, args=(next(iterator),))
+        parts = up_to_two.experimental_local_results(result)
+        assert [np.shape(p) for p in parts] == {1: [(4,)], 2: [(2,), (2,)]}[up_to_two.num_replicas_in_sync]
         assert np.asarray(parts[0]).dtype == np.float32
 
 
-def test_distributed_iterator_in_checkpoint(mirrored_strategy, tmp_path):
+def test_distributed_iterator_in_checkpoint(up_to_two, tmp_path):
     dataset = tpsd.Dataset.range(40).batch(4)
-    dist = mirrored_strategy.experimental_distribute_dataset(dataset)
+    dist = up_to_two.experimental_distribute_dataset(dataset)
     iterator = iter(dist)
     ckpt = tps.train.Checkpoint(iterator=iterator)
-    steps(mirrored_strategy, iterator, 3)
+    steps(up_to_two, iterator, 3)
     path = ckpt.save(str(tmp_path / "ckpt"))
-    expected = steps(mirrored_strategy, iterator, 4)
+    expected = steps(up_to_two, iterator, 4)
     ckpt.restore(path)
-    assert steps(mirrored_strategy, iterator, 4) == expected
-    assert expected[0] == [[[12, 13], [14, 15]]]
+    assert steps(up_to_two, iterator, 4) == expected
+    assert expected[0] == {1: [[[12, 13, 14, 15]]], 2: [[[12, 13], [14, 15]]]}[up_to_two.num_replicas_in_sync]

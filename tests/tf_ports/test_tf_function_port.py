@@ -99,6 +99,7 @@ def test_read_variable_inside_function(name, eagerly):
     assert [float(x) for x in strategy.experimental_local_results(out)] == [float(i) for i in range(len(components))]
 
 
+@pytest.mark.devices(2)
 def test_writing_one_copy_of_a_mirrored_variable_is_refused():
     strategy = tps.MirroredStrategy(devices=jax.devices()[:2])
     with strategy.scope():

@@ -29,6 +29,11 @@ def _unset_slots(value):
     return missing
 
 
+def _n():
+    """The replica count of a strategy over every device (8 by default, 1 with ``--devices 1``)."""
+    return len(jax.devices())
+
+
 def _replicated(n):
     strategy = tps.MirroredStrategy()
     mesh = strategy.mesh
@@ -38,28 +43,29 @@ def _replicated(n):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: Mirrored.from_replicated(_replicated(8), 8),
-    lambda: Mirrored.from_replicated(_replicated(8), 8, ("key",)),
-    lambda: PerReplica.from_output(np.arange(16, dtype=np.float32).reshape(8, 2), 8),
-    lambda: PerReplica.from_stacked(np.zeros((8, 3), np.float32)),
-    lambda: Mirrored.from_parts(8),
-    lambda: PerReplica([np.float32(i) for i in range(8)]),
+    lambda: Mirrored.from_replicated(_replicated(_n()), _n()),
+    lambda: Mirrored.from_replicated(_replicated(_n()), _n(), ("key",)),
+    lambda: PerReplica.from_output(np.arange(2 * _n(), dtype=np.float32).reshape(_n(), 2), _n()),
+    lambda: PerReplica.from_stacked(np.zeros((_n(), 3), np.float32)),
+    lambda: Mirrored.from_parts(_n()),
+    lambda: PerReplica([np.float32(i) for i in range(_n())]),
 ], ids=["from_replicated", "from_replicated_keyed", "from_output", "from_stacked", "blank", "init"])
 def test_every_constructor_sets_every_slot(make):
     assert _unset_slots(make()) == []
 
 
 def test_fast_constructors_read_back_through_the_public_api():
-    spec = LeafSpec(LeafKind.MIRRORED, (4,), np.dtype(np.int32), False, None, 8)
-    m = Mirrored.from_replicated(_replicated(8), 8, spec)
-    assert m.num_replicas == 8
-    assert len(m.values) == 8
+    n = _n()
+    spec = LeafSpec(LeafKind.MIRRORED, (4,), np.dtype(np.int32), False, None, n)
+    m = Mirrored.from_replicated(_replicated(n), n, spec)
+    assert m.num_replicas == n
+    assert len(m.values) == n
     for component in m.values:
         np.testing.assert_array_equal(np.asarray(component), [0, 1, 2, 3])
     assert m.leaf(None)[0] is spec
 
-    stacked = np.arange(16, dtype=np.float32).reshape(8, 2)
-    p = PerReplica.from_output(stacked, 8)
-    assert p.num_replicas == 8
+    stacked = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+    p = PerReplica.from_output(stacked, n)
+    assert p.num_replicas == n
     for i, component in enumerate(p.values):
         np.testing.assert_array_equal(np.asarray(component), stacked[i])

@@ -14,6 +14,8 @@ import pytest
 
 import tpustrategy as tps
 
+pytestmark = pytest.mark.devices(4)
+
 
 @pytest.mark.parametrize("devices", [["/cpu:0", "/cpu:1", "/cpu:2", "/cpu:3"],
                                      ["/cpu:2", "/cpu:0", "/cpu:3", "/cpu:1"]])

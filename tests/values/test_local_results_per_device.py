@@ -25,6 +25,7 @@ def _replica_id():
     return jnp.float32(tps.get_replica_context().replica_id_in_sync_group)
 
 
+@pytest.mark.devices(4)
 def test_dataset_elements_and_run_results_have_one_component_on_each_replica_device():
     devices = jax.devices()[:4]
     strategy = tps.MirroredStrategy(devices)
@@ -40,6 +41,7 @@ def test_dataset_elements_and_run_results_have_one_component_on_each_replica_dev
     assert [float(p) for p in strategy.experimental_local_results(mirrored)] == [4.0] * 4
 
 
+@pytest.mark.devices(4)
 def test_a_partial_last_batch_gives_each_replica_its_true_piece():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     batches = list(strategy.experimental_distribute_dataset(tpsd.Dataset.range(7).batch(7)))
@@ -48,6 +50,7 @@ def test_a_partial_last_batch_gives_each_replica_its_true_piece():
     assert [p.devices() for p in parts] == [{d} for d in jax.devices()[:4]]
 
 
+@pytest.mark.devices(4)
 def test_variable_components_are_per_replica_handles_with_device_and_read_value():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     with strategy.scope():
@@ -64,6 +67,7 @@ def test_variable_components_are_per_replica_handles_with_device_and_read_value(
     assert v.distribute_strategy is strategy
 
 
+@pytest.mark.devices(2)
 def test_writing_one_copy_of_a_mirrored_variable_is_refused_with_the_fix():
     strategy = tps.MirroredStrategy(jax.devices()[:2])
     with strategy.scope():
@@ -73,6 +77,7 @@ def test_writing_one_copy_of_a_mirrored_variable_is_refused_with_the_fix():
     assert [float(p) for p in v.values] == [1.0, 1.0]
 
 
+@pytest.mark.devices(4)
 def test_a_sync_on_read_component_assign_sets_only_that_replica():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     with strategy.scope():
@@ -84,6 +89,7 @@ def test_a_sync_on_read_component_assign_sets_only_that_replica():
     assert float(v.read_value()) == 6.5
 
 
+@pytest.mark.devices(8)
 def test_several_cores_per_replica_give_each_replica_its_whole_value():
     strategy = _model_parallel(4, 2)
     w0 = np.arange(16, dtype=np.float32).reshape(4, 4)
@@ -117,12 +123,14 @@ def test_one_local_component_per_process_reads_like_tensorflows_tensor(monkeypat
         np.asarray(two)
 
 
+@pytest.mark.devices(4)
 def test_a_mirrored_value_reads_as_its_one_value():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     total = strategy.run(lambda: tps.get_replica_context().all_reduce("SUM", 1.5))
     assert float(total) == 6.0 and total.numpy() == 6.0
 
 
+@pytest.mark.devices(4)
 def test_local_results_of_a_small_run_result_are_views_made_by_the_program(monkeypatch):
     from tpustrategy._src.values import movement
 

@@ -55,6 +55,7 @@ def _sgd_replica_step(params, x, y):
     return new, loss
 
 
+@pytest.mark.devices(8)
 def test_twenty_steps_of_variable_style_sgd_in_a_function_equal_single_device_sgd():
     n = 8
     s = _strategy(n)
@@ -78,6 +79,7 @@ def test_twenty_steps_of_variable_style_sgd_in_a_function_equal_single_device_sg
         np.testing.assert_allclose(np.asarray(params[k].read_value()), ref[k], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.devices(8)
 @pytest.mark.parametrize("inside_function", [False, True], ids=["run", "tps_function"])
 def test_twenty_steps_of_functional_sgd_equal_single_device_sgd(inside_function):
     n = 8
@@ -104,6 +106,7 @@ def _ranks(n: int, width: int = 3) -> tps.PerReplica:
     return tps.PerReplica([np.full(width, i, np.float32) for i in range(n)])
 
 
+@pytest.mark.devices(4)
 def test_a_function_is_traced_once_for_repeated_calls_and_again_for_a_new_shape():
     s = _strategy(4)
     traces = []
@@ -122,6 +125,7 @@ def test_a_function_is_traced_once_for_repeated_calls_and_again_for_a_new_shape(
     assert len(traces) == 2
 
 
+@pytest.mark.devices(4)
 def test_a_function_that_meets_variables_stops_tracing_after_its_first_call():
     s = _strategy(4)
     with s.scope():
@@ -169,6 +173,7 @@ def _train_in_calls(batches: list[tps.PerReplica], steps_per_call: int) -> tuple
     return np.asarray(w.read_value()), len(traces)
 
 
+@pytest.mark.devices(4)
 def test_k_steps_in_one_call_equal_k_calls_of_one_step():
     rng = np.random.default_rng(0)
     batches = [_split(rng.normal(size=(8, 3)).astype(np.float32), 4) for _ in range(5)]
@@ -179,6 +184,7 @@ def test_k_steps_in_one_call_equal_k_calls_of_one_step():
     assert traces <= 2  # five calls of the one-step function reuse its program
 
 
+@pytest.mark.devices(2)
 def test_variables_created_outside_and_updated_inside_persist_across_calls():
     s = _strategy(2)
     with s.scope():
@@ -210,6 +216,7 @@ def test_a_plain_variable_updated_inside_a_function_persists_across_calls():
     assert float(plain.read_value()) == 13.0
 
 
+@pytest.mark.devices(2)
 def test_a_plain_variable_and_a_mirrored_one_can_meet_in_one_function():
     s = _strategy(2)
     with s.scope():
@@ -224,6 +231,7 @@ def test_a_plain_variable_and_a_mirrored_one_can_meet_in_one_function():
     assert float(plain.read_value()) == 11.0
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("op", ["SUM", "MEAN"])
 @pytest.mark.parametrize("axis", [None, 0])
 def test_reduce_inside_a_function_returns_an_array_equal_to_the_eager_reduce(op, axis):
@@ -240,6 +248,7 @@ def test_reduce_inside_a_function_returns_an_array_equal_to_the_eager_reduce(op,
     np.testing.assert_allclose(inside, eager, rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 def test_run_outputs_inside_a_function_come_back_as_mirrored_and_per_replica():
     s = _strategy(4)
 
@@ -262,6 +271,7 @@ def test_run_outputs_inside_a_function_come_back_as_mirrored_and_per_replica():
     ("assign_add", "SUM"), ("assign_sub", "SUM"), ("assign_add", "MEAN"),
     ("assign_add", "ONLY_FIRST_REPLICA"), ("assign", "ONLY_FIRST_REPLICA"),
 ])
+@pytest.mark.devices(4)
 def test_replica_updates_inside_a_function_match_tensorflow(method, agg):
     out = case(f"var_replica_{method}_{agg}_R4_tf_function")["output"]
     s = _strategy(4)
@@ -282,6 +292,7 @@ def test_replica_updates_inside_a_function_match_tensorflow(method, agg):
     assert_close(float(v.read_value()), out["cross_replica_read"])
 
 
+@pytest.mark.devices(2)
 def test_compute_average_loss_inside_a_function_matches_tensorflow():
     out = case("e2e_compute_average_loss_R2")["output"]
     s = _strategy(2)
@@ -301,6 +312,7 @@ def test_compute_average_loss_inside_a_function_matches_tensorflow():
     assert_close([float(v) for v in summed], out["sum_over_replicas"])
 
 
+@pytest.mark.devices(2)
 def test_steps_per_call_continue_across_calls_like_tensorflow():
     # loop_steps_in_tf_function: range(16).batch(4) on 2 replicas, 2 steps per call,
     # v.assign_add(sum(x)) with SUM aggregation; batches given as PerReplica pieces.
@@ -326,6 +338,7 @@ def test_steps_per_call_continue_across_calls_like_tensorflow():
     assert [int(c) for c in s.experimental_local_results(v)] == out["var_after_call2"]
 
 
+@pytest.mark.devices(4)
 def test_none_aggregation_with_differing_values_inside_a_function_asks_for_an_aggregation():
     # DESIGN §5: TF silently diverges the copies (var_replica_assign_NONE_R4_tf_function); we raise.
     golden = case("var_replica_assign_NONE_R4_tf_function")["output"]
@@ -343,6 +356,7 @@ def test_none_aggregation_with_differing_values_inside_a_function_asks_for_an_ag
     assert [float(c) for c in s.experimental_local_results(v)] == [1.0] * 4
 
 
+@pytest.mark.devices(2)
 def test_a_per_replica_passed_to_a_function_can_then_be_passed_to_run():
     s = _strategy(2)
     x = tps.PerReplica([np.float32(1.0), np.float32(2.0)])

@@ -9,6 +9,8 @@ import pytest
 
 import tpustrategy as tps
 
+pytestmark = pytest.mark.devices(2)
+
 
 def _model_fn(name):
     v = tps.Variable(1.0, name=name)

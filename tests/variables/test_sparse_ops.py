@@ -34,6 +34,7 @@ TF_REPLICA_SCATTER = {
 }
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("agg,op", sorted(TF_REPLICA_SCATTER))
 def test_a_scatter_in_a_replica_function_applies_the_aggregated_update(agg, op):
     strategy = _two()
@@ -58,6 +59,7 @@ def test_a_row_scatter_of_a_sum_or_mean_mirrored_variable_raises_tensorflows_err
         getattr(v, op)(tps.IndexedSlices([1.0], [0]))
 
 
+@pytest.mark.devices(2)
 def test_a_none_aggregated_scatter_that_differs_per_replica_raises_and_an_equal_one_applies():
     strategy = _two()
     with strategy.scope():
@@ -68,6 +70,7 @@ def test_a_none_aggregated_scatter_that_differs_per_replica_raises_and_an_equal_
     assert v.numpy().tolist() == [1.0, 2.0, 7.0, 4.0]
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("agg", ["NONE", "SUM", "MEAN", "ONLY_FIRST_REPLICA"])
 def test_cross_replica_scatters_and_reads_of_mirrored_variables(agg):
     strategy = _two()
@@ -81,6 +84,7 @@ def test_cross_replica_scatters_and_reads_of_mirrored_variables(agg):
     assert [c.numpy().tolist() for c in v.values] == [[5.0, 2.0, 3.0, 4.0]] * 2
 
 
+@pytest.mark.devices(2)
 def test_sync_on_read_scatters_touch_the_replicas_component_or_the_aggregate():
     strategy = _two()
     with strategy.scope():
@@ -173,7 +177,8 @@ def test_initial_value_of_a_variable_made_from_a_traced_value_says_why_it_is_mis
         _ = made[0].initial_value
 
 
-@pytest.mark.parametrize("kind", ["mirrored", "sync_on_read", "plain"])
+# A sync-on-read copy reads as the SUM of its two components: that needs two replicas.
+@pytest.mark.parametrize("kind", ["mirrored", pytest.param("sync_on_read", marks=pytest.mark.devices(2)), "plain"])
 def test_deepcopy_gives_a_new_variable_of_the_same_kind_on_the_same_strategy(kind):
     strategy = _two()
     kwargs = {"synchronization": "ON_READ", "aggregation": "SUM"} if kind == "sync_on_read" else {}

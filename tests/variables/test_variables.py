@@ -21,7 +21,7 @@ def _components(s, v):
 
 
 _UPDATE_CASES = [
-    i for i in ids("variables")
+    pytest.param(i, marks=pytest.mark.devices(case(i)["input"]["num_replicas"])) for i in ids("variables")
     if i.startswith("var_replica_") and case(i)["input"].get("aggregation") in ("SUM", "MEAN", "ONLY_FIRST_REPLICA")
     and "method" in case(i)["input"]
 ]
@@ -46,6 +46,7 @@ def test_replica_context_updates_match_tensorflow(case_id, path):
     assert_close(float(v.read_value()), out["cross_replica_read"])
 
 
+@pytest.mark.devices(4)
 def test_mean_update_with_a_python_float_passes_it_through(path):
     out = case("var_replica_assign_add_MEAN_python_float")["output"]
     s = _strategy(4)
@@ -55,6 +56,7 @@ def test_mean_update_with_a_python_float_passes_it_through(path):
     assert_close(_components(s, v), out["component_values_after"])
 
 
+@pytest.mark.devices(4)
 def test_sum_update_with_a_replica_invariant_value_adds_r_times_it(path):
     # DESIGN §5: TF raises "A non-DistributedValues value 1.0 cannot be reduced ..."; we give R·v.
     s = _strategy(4)
@@ -64,6 +66,7 @@ def test_sum_update_with_a_replica_invariant_value_adds_r_times_it(path):
     assert _components(s, v) == [5.0] * 4
 
 
+@pytest.mark.devices(4)
 def test_none_aggregation_with_differing_values_asks_for_an_aggregation(path):
     # DESIGN §5: TF silently diverges the copies (var_replica_assign_NONE_R4); we raise.
     assert case("var_replica_assign_NONE_R4")["output"]["component_values_after"] == [1.0, 2.0, 3.0, 4.0]
@@ -76,6 +79,7 @@ def test_none_aggregation_with_differing_values_asks_for_an_aggregation(path):
     assert _components(s, v) == [1.0] * 4
 
 
+@pytest.mark.devices(3)
 def test_none_aggregation_with_a_replica_invariant_value_is_allowed(path):
     s = _strategy(3)
     with s.scope():
@@ -84,6 +88,7 @@ def test_none_aggregation_with_a_replica_invariant_value_is_allowed(path):
     assert _components(s, v) == [5.0] * 3
 
 
+@pytest.mark.devices(3)
 def test_integer_sum_variable(path):
     s = _strategy(3)
     with s.scope():
@@ -93,6 +98,7 @@ def test_integer_sum_variable(path):
     assert np.asarray(v.read_value()).dtype == np.int32
 
 
+@pytest.mark.devices(3)
 def test_cross_replica_assign_applies_the_value_to_every_copy():
     out = case("var_cross_replica_assign")["output"]
     for agg in ("NONE", "SUM", "MEAN"):
@@ -107,6 +113,7 @@ def test_cross_replica_assign_applies_the_value_to_every_copy():
         assert _components(s, v) == out[agg]["after_assign_add_1_outside_scope"]
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("agg", ["SUM", "MEAN", "ONLY_FIRST_REPLICA"])
 def test_sync_on_read_variables_aggregate_on_read(agg, path):
     c = ids("variables")
@@ -136,6 +143,7 @@ def test_sync_on_read_variables_aggregate_on_read(agg, path):
         assert _components(s, v) == [9.0] * 4
 
 
+@pytest.mark.devices(2)
 def test_sync_on_read_none_raises_on_cross_replica_read():
     s = _strategy(2)
     with s.scope():
@@ -144,6 +152,7 @@ def test_sync_on_read_none_raises_on_cross_replica_read():
         v.read_value()
 
 
+@pytest.mark.devices(2)
 def test_creation_errors_match_tensorflow():
     s = _strategy(2)
     golden = case("var_sync_none_error")["error"]["message"]
@@ -158,6 +167,7 @@ def test_creation_errors_match_tensorflow():
             tps.Variable(1.0, aggregation="MAX")
 
 
+@pytest.mark.devices(2)
 def test_creation_types_and_attributes():
     golden = case("var_creation_types")["output"]
     s = _strategy(2)
@@ -176,6 +186,7 @@ def test_creation_types_and_attributes():
     assert len(s.experimental_local_results(r)) == golden["ON_READ_MEAN"]["num_components"]
 
 
+@pytest.mark.devices(4)
 def test_plain_variable_updated_in_run_gets_every_replicas_update(path):
     out = case("var_outside_scope_used_in_run")["output"]
     s = _strategy(4)
@@ -184,6 +195,7 @@ def test_plain_variable_updated_in_run_gets_every_replicas_update(path):
     assert float(v.read_value()) == out["final_value"]
 
 
+@pytest.mark.devices(3)
 def test_variable_from_another_strategy_raises_the_mixing_error(path):
     golden = case("e2e_variable_from_other_strategy")["error"]["core"]
     a, b = _strategy(2), _strategy(3)
@@ -194,6 +206,7 @@ def test_variable_from_another_strategy_raises_the_mixing_error(path):
     assert str(info.value).startswith(golden.split(":")[0])
 
 
+@pytest.mark.devices(2)
 def test_variable_created_inside_run_is_shared_and_mirrored(path):
     s = _strategy(2)
     made = []
@@ -208,6 +221,7 @@ def test_variable_created_inside_run_is_shared_and_mirrored(path):
     assert [float(x) for x in s.experimental_local_results(out)] == [3.0, 3.0]
 
 
+@pytest.mark.devices(2)
 def test_scatter_update_on_sum_variable_is_not_supported():
     golden = case("var_scatter_update_SUM_error")["error"]["message"]
     s = _strategy(2)

@@ -100,6 +100,7 @@ def test_variables_stay_leaves_of_jax_trees_so_tree_map_can_assign_them():
     np.testing.assert_array_equal(np.asarray(grads["b"]), [14.0, 14.0, 14.0])
 
 
+@pytest.mark.devices(4)
 def test_sgd_with_jnp_matmul_in_a_function_equals_numpy_sgd():
     strategy = tps.MirroredStrategy(jax.devices()[:4])
     with strategy.scope():

@@ -124,19 +124,30 @@ def argument_path(tree: Any, index: int) -> str:
     return head + jax.tree_util.keystr(tuple(path[1:]))
 
 
-def _check_count(leaf: DistributedValues, split_sharding: Any, tree: Any, index: int) -> None:
-    if split_sharding is None or jax.process_count() > 1 or leaf.has_stacked or leaf.is_traced:
+def _check_count(leaf: DistributedValues, replicas: int | None, tree: Any, index: int) -> None:
+    """A distributed argument has one component per replica of the strategy (``replicas``)."""
+    if replicas is None or jax.process_count() > 1 or leaf.num_replicas == replicas:
         return
-    mesh = split_sharding.mesh
-    replicas = int(mesh.shape["replica"])
-    if leaf.num_replicas != replicas:
-        raise ValueError(
-            f"strategy.run: the {type(leaf).__name__} argument {argument_path(tree, index)} has "
-            f"{leaf.num_replicas} components, but the "
-            f"strategy has {replicas} replicas. Received: a {type(leaf).__name__} of {leaf.num_replicas} "
-            f"values.\nFix: give one component per replica (strategy.num_replicas_in_sync = {replicas}), "
-            "e.g. with strategy.experimental_distribute_values_from_function(lambda ctx: ...)."
-        )
+    raise ValueError(
+        f"strategy.run: the {type(leaf).__name__} argument {argument_path(tree, index)} has "
+        f"{leaf.num_replicas} components, but the "
+        f"strategy has {replicas} replicas. Received: a {type(leaf).__name__} of {leaf.num_replicas} "
+        f"values.\nFix: give one component per replica (strategy.num_replicas_in_sync = {replicas}), "
+        "e.g. with strategy.experimental_distribute_values_from_function(lambda ctx: ...)."
+    )
+
+
+def check_replica_counts(tree: Any, replicas: int) -> None:
+    """Every distributed value in ``tree`` has ``replicas`` components (the eager path's check;
+    ``classify`` makes it for compiled calls)."""
+    leaves, _ = regroup.flatten(tree)
+    for index, leaf in enumerate(leaves):
+        if isinstance(leaf, DistributedValues) and leaf.replica_tracer is None:
+            _check_count(leaf, replicas, tree, index)
+
+
+def _replicas_of(split_sharding: Any) -> int | None:
+    return None if split_sharding is None else int(split_sharding.mesh.shape["replica"])
 
 
 def classify(tree: Any, split_sharding: Any = None) -> Inputs:
@@ -159,7 +170,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
         elif isinstance(leaf, DistributedValues):
             if (odd := _python_component(leaf)) is not None:
                 raise PythonComponents(odd)
-            _check_count(leaf, split_sharding, tree, index)
+            if leaf.replica_tracer is None:
+                _check_count(leaf, _replicas_of(split_sharding), tree, index)
             x = leaf.stacked_array(split_sharding)
             shapes = leaf.shapes if leaf.is_ragged else None
             spec = LeafSpec(PER_REPLICA, x.shape, _dtype(x), False, shapes)

@@ -69,6 +69,9 @@ class Strategy:
     # The class of ``strategy.extended`` (``TPUStrategy`` has its own, as in TensorFlow).
     _extended_type: type[StrategyExtended] = StrategyExtended
     _per_replica_input = False  # see ``supports_per_replica_input``
+    # TensorFlow's OneDeviceStrategy (and the default strategy) hand back ``value_fn``'s value
+    # itself; every other strategy wraps even one replica's value in a PerReplica.
+    _plain_values_from_function = False
 
     def __init__(self, devices: Sequence[jax.Device], *, replica_offset: int = 0,
                  local_devices: Sequence[jax.Device] | None = None, core_grid: Any = None):
@@ -271,13 +274,18 @@ class Strategy:
                 is_leaf=lambda x: isinstance(x, DistributedValues) or contracts.is_distributed_variable(x))
 
     def experimental_distribute_values_from_function(self, value_fn: Callable[[ValueContext], Any]) -> Any:
-        """Calls ``value_fn(ValueContext(i, R))`` for each local replica; wraps results in PerReplica."""
+        """Calls ``value_fn(ValueContext(i, R))`` for each local replica; wraps results in PerReplica.
+
+        As in TensorFlow, ``OneDeviceStrategy`` and the default strategy return the value
+        itself; every other strategy wraps it, one replica included (``regroup(...,
+        always_wrap=True)``).
+        """
         n = self.num_replicas_in_sync
         results = [
             value_fn(ValueContext(self._replica_offset + i, n))
             for i in range(len(self._local_devices))
         ]
-        if len(results) == 1 and n == 1:
+        if len(results) == 1 and n == 1 and self._plain_values_from_function:
             return results[0]
         leaves0, treedef = jax.tree_util.tree_flatten(results[0])
         columns = [jax.tree_util.tree_flatten(r)[0] for r in results]

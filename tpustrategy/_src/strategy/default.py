@@ -23,6 +23,7 @@ class _DefaultDistributionStrategy(Strategy):
     """The no-op strategy in effect outside any ``scope()``."""
 
     _is_default = True
+    _plain_values_from_function = True
 
     def __init__(self) -> None:
         super().__init__((jax.local_devices()[0],))

@@ -47,6 +47,8 @@ class MirroredStrategy(Strategy):
 class OneDeviceStrategy(Strategy):
     """Runs everything on one device (one replica)."""
 
+    _plain_values_from_function = True
+
     def __init__(self, device: Any):
         super().__init__((resolve_device(device, "OneDeviceStrategy"),))
         self._cluster_resolver = None  # TensorFlow: a single-device strategy has no resolver

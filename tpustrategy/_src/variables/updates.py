@@ -375,6 +375,13 @@ def _cross_replica_update(var: VariableState, method: str, value: Any, label: st
     if var._kind == SYNC_ON_READ:
         n = strategy_of(var).num_replicas_in_sync
         if isinstance(value, DistributedValues):
+            if len(value.values) != n:
+                raise ValueError(
+                    f"Variable.{label or method}: {var.name!r} is a sync-on-read variable with one value per "
+                    f"replica ({n} replicas), but the {type(value).__name__} has {len(value.values)} "
+                    f"components.\nFix: give one component per replica (strategy.num_replicas_in_sync = {n}), "
+                    "e.g. with strategy.experimental_distribute_values_from_function(lambda ctx: ...), or "
+                    "assign one value to every replica.")
             stacked = jnp.stack([jnp.asarray(x, var.dtype) for x in value.values])
             new = combine(var, method, current, stacked)
         else:
