@@ -230,8 +230,13 @@ def not_an_argument(value: Any, api: str, path: str) -> Exception | None:
     if name == "DistributedDataset" or contracts.is_pullable(value):
         what = "distributed dataset" if name == "DistributedDataset" else "distributed iterator"
         return TypeError(
-            f"{api}: {path} is a {what} ({name}), but the replica function takes one batch: each "
-            f"replica's piece of it. Received: {path}={value!r:.80}.\nFix: pass a batch, "
+            f"{api}: {path} is a {what}, but the replica function takes one batch: each replica's "
+            f"piece of it. Received: {path} of type {name}.\nFix: pass a batch, "
             "strategy.run(fn, args=(next(iterator),)), e.g. `for batch in dist_dataset: "
             "strategy.run(fn, args=(batch,))`; inside a tps.function call next(iterator) there.")
     return None
+
+
+def refuse_in_run(value: Any, path: str) -> Exception | None:
+    """``not_an_argument`` for ``strategy.run`` (``signature.classify``'s ``refuse``)."""
+    return not_an_argument(value, "strategy.run", path)

@@ -16,6 +16,7 @@ dtype and (ragged) per-replica shapes, and the static values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,26 +138,41 @@ def _check_count(leaf: DistributedValues, replicas: int | None, tree: Any, index
     )
 
 
-def check_replica_counts(tree: Any, replicas: int) -> None:
-    """Every distributed value in ``tree`` has ``replicas`` components (the eager path's check;
-    ``classify`` makes it for compiled calls)."""
+Refuse = Callable[[Any, str], "Exception | None"]
+
+
+def check_arguments(tree: Any, replicas: int, refuse: Refuse | None = None) -> None:
+    """The eager path's checks of its arguments (``classify`` makes them for compiled calls):
+    every distributed value has ``replicas`` components, and ``refuse(leaf, path)`` finds no
+    leaf that cannot be an argument."""
     leaves, _ = regroup.flatten(tree)
     for index, leaf in enumerate(leaves):
-        if isinstance(leaf, DistributedValues) and leaf.replica_tracer is None:
-            _check_count(leaf, replicas, tree, index)
+        if isinstance(leaf, DistributedValues):
+            if leaf.replica_tracer is None:
+                _check_count(leaf, replicas, tree, index)
+        elif refuse is not None:
+            _refuse(refuse, leaf, tree, index)
+
+
+def _refuse(refuse: Refuse, leaf: Any, tree: Any, index: int) -> None:
+    found = refuse(leaf, argument_path(tree, index))
+    if found is not None:
+        raise found
 
 
 def _replicas_of(split_sharding: Any) -> int | None:
     return None if split_sharding is None else int(split_sharding.mesh.shape["replica"])
 
 
-def classify(tree: Any, split_sharding: Any = None) -> Inputs:
+def classify(tree: Any, split_sharding: Any = None, refuse: Refuse | None = None) -> Inputs:
     """Classifies the leaves of ``tree``.
 
     Args:
       tree: the arguments, e.g. ``(args, kwargs)``.
       split_sharding: the replica-axis sharding used to stack host-built
         ``PerReplica`` values (None: stacked on the host, placed later).
+      refuse: ``refuse(leaf, path)``: the error for a static leaf that cannot be an
+        argument (``leaves.refuse_in_run``), or None.
     """
     leaves, treedef = regroup.flatten(tree)
     kinds, specs, arrays, key = [], [], [], [treedef]
@@ -179,6 +195,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
             x = leaf
             spec = LeafSpec(ARRAY, tuple(x.shape), _dtype(x), bool(getattr(x, "weak_type", False)))
         else:
+            if refuse is not None:
+                _refuse(refuse, leaf, tree, index)
             kinds.append(STATIC)
             key.append(_static_key(leaf))
             continue
