@@ -15,7 +15,7 @@ PYTHON312 ?=
 TFVENV := .venv-tf
 TF_SPEC := tensorflow-cpu>=2.21,<2.22
 
-.PHONY: test test-py311 test-py312 demo bench lint typecheck lock clean
+.PHONY: test test-py311 test-py312 test-one-device demo bench lint typecheck lock clean
 
 $(VENV)/.installed-base: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,10 +39,11 @@ $(VENV312)/.installed-test: pyproject.toml $(LOCK312)
 
 LEG = -c 'import platform, jax; print(f"== Python {platform.python_version()}, JAX {jax.__version__} ==", flush=True)'
 
-# Both legs run even when the first fails; the target fails if either did.
+# Every leg runs even when one before it fails; the target fails if any did.
 test:
 	@status=0; $(MAKE) --no-print-directory test-py311 || status=1; \
-	$(MAKE) --no-print-directory test-py312 || status=1; exit $$status
+	$(MAKE) --no-print-directory test-py312 || status=1; \
+	$(MAKE) --no-print-directory test-one-device || status=1; exit $$status
 
 test-py311: $(VENV)/.installed-test
 	@$(PY) $(LEG)
@@ -51,6 +52,16 @@ test-py311: $(VENV)/.installed-test
 test-py312: $(VENV312)/.installed-test
 	@$(PY312) $(LEG)
 	$(PY312) -m pytest -q tests
+
+# One device, one replica (a one-GPU user, a laptop): the packages a single-device program
+# touches; tests that need several devices are skipped by their devices(n) marker.
+ONE_DEVICE_TESTS := tests/strategy tests/input tests/variables tests/values tests/execution \
+  tests/keras tests/checkpoint tests/demo tests/examples tests/tf_ports tests/optimizers \
+  tests/metrics tests/misuse
+
+test-one-device: $(VENV)/.installed-test
+	@echo "== one device =="
+	$(PY) -m pytest -q --devices 1 $(ONE_DEVICE_TESTS)
 
 demo: $(VENV)/.installed-base
 	$(PY) -m tpustrategy.demo

@@ -184,10 +184,11 @@ def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--counts", default=",".join(map(str, VARIABLE_COUNTS)),
                    help="variable counts of the tiny step (comma-separated)")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds per row (default 15)")
     args = p.parse_args()
     device = jax.devices()[0]
     strategy = tps.OneDeviceStrategy(device)
-    iters, rounds = (20, 3) if args.quick else (300, 15)
+    iters, rounds = (20, 3) if args.quick else (300, args.rounds)
     rows = []
     for k in (int(c) for c in args.counts.split(",") if c):
         rows += measure(f"tiny step with an input and {k} variable{'s' * (k != 1)}",

@@ -258,8 +258,8 @@ def test_the_eager_switch_is_honoured_after_programs_were_cached(strategy):
 
 
 @pytest.mark.devices(N)
-def test_a_mirrored_result_carries_the_fast_key_its_next_call_would_compute(strategy):
-    """Functional state passed back: the program's Mirrored results keep their fast key."""
+def test_a_mirrored_result_carries_the_leaf_spec_its_next_call_would_compute(strategy):
+    """Functional state passed back: the program's Mirrored results keep their leaf spec."""
     from tpustrategy._src.values.distributed import Mirrored
 
     x = tps.PerReplica([jnp.full((3,), float(i)) for i in range(N)])
@@ -271,10 +271,10 @@ def test_a_mirrored_result_carries_the_fast_key_its_next_call_would_compute(stra
     for expected in (6.0, 12.0, 18.0):
         w, _ = strategy.run(step, (w, x))
         assert isinstance(w, Mirrored)
-        assert w._fast is not None   # set by the program, not computed on the next call
-        kept = w.fast_entry(None)
+        assert w._leaf is not None   # set by the program, not computed on the next call
+        kept = w.leaf(None)
         assert kept[1] is w.replicated_array
-        assert kept[0] == Mirrored.fast_key_of(w.replicated_array, N)
+        assert kept[0] == Mirrored.spec_of(w.replicated_array, N)
         assert [c.tolist() for c in _components(w)] == [[expected] * 3] * N
 
 
@@ -299,7 +299,7 @@ def test_calls_alternating_between_two_structures_build_two_programs_and_stay_ri
 
 
 def test_the_cache_s_direct_call_repeats_only_what_a_lookup_found():
-    from tpustrategy._src.execution import entry
+    from tpustrategy._src.execution import entry, leaves
 
     class Program:
         def __init__(self):
@@ -311,14 +311,14 @@ def test_the_cache_s_direct_call_repeats_only_what_a_lookup_found():
 
     cache, owner, program = entry.FastCache(8), object(), Program()
     x = jax.numpy.ones(3)
-    key = entry.fast_key((x,), None, None)[0]
+    key = leaves.call_key((x,), None, None)[0]
     cache.put(owner, key, program)
     # A key in the cache but never looked up: the direct call computes nothing and misses.
     assert cache.call(owner, (x,)) is entry.MISS
     assert program.calls == []
     hit = cache.lookup(owner, (x,), None, None)
     assert hit[0] is program
-    assert cache.call(owner, (x,)) == "ran"                       # the very same objects
+    assert cache.call(owner, (x,)) == "ran"                       # the guard: the same objects
     assert cache.call(owner, (jax.numpy.zeros(3),)) == "ran"      # the guard: same structure
     assert cache.call(owner, (jax.numpy.zeros(4),)) is entry.MISS  # another shape
     assert cache.call(object(), (x,)) is entry.MISS                # another owner
@@ -327,12 +327,12 @@ def test_the_cache_s_direct_call_repeats_only_what_a_lookup_found():
 
 @pytest.mark.devices(N)
 def test_the_direct_call_asks_the_gate_while_something_is_active(strategy, monkeypatch):
-    from tpustrategy._src.execution import entry
+    from tpustrategy._src.execution import entry, leaves
 
     asked = []
     cache = entry.FastCache(8, gate=lambda: asked.append(1) or False)
     owner, x = object(), jax.numpy.ones(3)
-    cache.put(owner, entry.fast_key((x,), None, None)[0], type("P", (), {"fast": lambda self, a: "ran"})())
+    cache.put(owner, leaves.call_key((x,), None, None)[0], type("P", (), {"fast": lambda self, a: "ran"})())
     cache.lookup(owner, (x,), None, None)
     assert cache.call(owner, (x,)) == "ran" and asked == []   # nothing active: the gate is not asked
     monkeypatch.setattr(activity, "ANY", [None])

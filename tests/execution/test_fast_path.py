@@ -14,7 +14,7 @@ import pytest
 
 import tpustrategy as tps
 import tpustrategy.data as tpsd
-from tpustrategy._src.execution import entry, signature
+from tpustrategy._src.execution import leaves, signature
 
 
 @pytest.fixture
@@ -155,23 +155,23 @@ def test_tps_function_pulling_from_an_iterator_never_takes_the_fast_path(strateg
     assert sums == [28.0, 92.0, 156.0, 220.0]  # every call pulls the next global batch of 8
 
 
-def test_fast_keys_name_kinds_shapes_and_static_values():
+def test_call_keys_name_kinds_shapes_and_static_values():
     a = jnp.zeros((2, 3))
-    key_a, arrays = entry.fast_key((a, 1, {"y": np.ones(2)}), {}, None)
+    key_a, arrays = leaves.call_key((a, 1, {"y": np.ones(2)}), {}, None)
     assert arrays[0] is a and len(arrays) == 2
-    assert entry.fast_key((jnp.zeros((2, 3)), 1, {"y": np.ones(2)}), {}, None)[0] == key_a
-    assert entry.fast_key((jnp.zeros((2, 4)), 1, {"y": np.ones(2)}), {}, None)[0] != key_a
-    assert entry.fast_key((a, 2, {"y": np.ones(2)}), {}, None)[0] != key_a
-    assert entry.fast_key((a, 1, {"y": np.ones(2, np.int32)}), {}, None)[0] != key_a
-    assert entry.fast_key((a.astype(jnp.int32), 1, {"y": np.ones(2)}), {}, None)[0] != key_a
+    assert leaves.call_key((jnp.zeros((2, 3)), 1, {"y": np.ones(2)}), {}, None)[0] == key_a
+    assert leaves.call_key((jnp.zeros((2, 4)), 1, {"y": np.ones(2)}), {}, None)[0] != key_a
+    assert leaves.call_key((a, 2, {"y": np.ones(2)}), {}, None)[0] != key_a
+    assert leaves.call_key((a, 1, {"y": np.ones(2, np.int32)}), {}, None)[0] != key_a
+    assert leaves.call_key((a.astype(jnp.int32), 1, {"y": np.ones(2)}), {}, None)[0] != key_a
     import collections
 
     pair = collections.namedtuple("pair", "a b")
-    key_p = entry.fast_key((pair(a, 1),), {}, None)[0]
-    assert key_p != entry.fast_key(((a, 1),), {}, None)[0]  # a namedtuple is its own structure
-    assert entry.fast_key((pair(jnp.ones((2, 3)), 1),), {}, None)[0] == key_p
-    assert entry.fast_key((object(),), {}, None) is None  # objects: the classifying path
-    assert entry.fast_key((tps.PerReplica([1.0, 2.0]),), {}, None) is None  # not stacked yet
+    key_p = leaves.call_key((pair(a, 1),), {}, None)[0]
+    assert key_p != leaves.call_key(((a, 1),), {}, None)[0]  # a namedtuple is its own structure
+    assert leaves.call_key((pair(jnp.ones((2, 3)), 1),), {}, None)[0] == key_p
+    assert leaves.call_key((object(),), {}, None) is None  # objects: the classifying path
+    assert leaves.call_key((tps.PerReplica([1.0, 2.0]),), {}, None) is None  # not stacked yet
 
 
 @pytest.mark.devices(4)

@@ -177,7 +177,9 @@ def test_a_tps_function_loop_through_the_generated_call(strategy, generated):
 
 
 def test_a_program_without_outputs_keeps_the_general_call():
-    treedef = jax.tree_util.tree_structure(None)
+    from tpustrategy._src.execution.results import ResultPlan
+
+    plan = ResultPlan((), jax.tree_util.tree_structure(None))
     assert specialised.compile_call(
-        jitted=None, num_inputs=1, seen=[None], variables=[], written=[], token=0, steps=[],
-        treedef=treedef, keys=[None], general=None, finish=None) is None
+        jitted=None, num_inputs=1, seen=[None], variables=[], written=[], token=0, plan=plan,
+        specs=[None], general=None, finish=None) is None

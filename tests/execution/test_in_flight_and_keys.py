@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.execution import dispatch, entry
+from tpustrategy._src.execution import dispatch, leaves
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
 
 class _Token:
@@ -111,7 +112,7 @@ def test_a_program_stands_in_the_bound_by_its_smallest_output(monkeypatch):
 
 
 @pytest.mark.devices(4)
-def test_a_program_s_mirrored_results_carry_their_fast_key():
+def test_a_program_s_mirrored_results_carry_their_leaf_spec():
     strategy = tps.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
     x = tps.PerReplica([jnp.full((3,), float(i)) for i in range(4)])
 
@@ -120,27 +121,27 @@ def test_a_program_s_mirrored_results_carry_their_fast_key():
 
     split = strategy.run(step, (x,))[0]
     total, per_replica = strategy.run(step, (x,))
-    key, arrays = entry.fast_key((total, per_replica), {}, None)
-    # The key a Mirrored carries is the one made from its array: type, shape, dtype, weak type, replicas.
+    key, arrays = leaves.call_key((total, per_replica), {}, None)
+    # The spec a Mirrored carries is the one made from its array: kind, shape, dtype, weak type, replicas.
     rep = total.replicated_array
-    assert (tps.Mirrored, rep.shape, rep.dtype, rep.weak_type, 4) in key
+    assert LeafSpec(LeafKind.MIRRORED, rep.shape, rep.dtype, rep.weak_type, None, 4) in key
     assert arrays[0] is rep
-    assert entry.fast_key((split, per_replica), {}, None)[0] == key
+    assert leaves.call_key((split, per_replica), {}, None)[0] == key
     # Another shape is another key.
     y = tps.PerReplica([jnp.full((5,), float(i)) for i in range(4)])
     other = strategy.run(step, (y,))
-    assert entry.fast_key(other, {}, None)[0] != key
+    assert leaves.call_key(other, {}, None)[0] != key
 
 
 @pytest.mark.devices(4)
-def test_a_per_replica_value_keeps_its_key_until_its_global_shapes_change():
+def test_a_per_replica_value_keeps_its_leaf_spec_until_its_global_shapes_change():
     strategy = tps.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
     x = tps.PerReplica([np.full((3,), float(i), np.float32) for i in range(4)])
     strategy.run(lambda v: v, (x,))  # the classifying path stacks it
     split = jax.sharding.NamedSharding(strategy.mesh, jax.sharding.PartitionSpec("replica"))
-    first = x.fast_entry(split)
-    assert first is not None and first[0] == (tps.PerReplica, (4, 3), np.dtype(np.float32), None)
-    assert x.fast_entry(split)[0] is first[0]  # kept
+    first = x.leaf(split)
+    assert first is not None and first[0] == LeafSpec(LeafKind.PER_REPLICA, (4, 3), np.dtype(np.float32))
+    assert x.leaf(split)[0] is first[0]  # kept
     x.set_global_shapes([(3,), (3,), (2,), (3,)])
-    assert x.fast_entry(split)[0][3] == ((3,), (3,), (2,), (3,))
-    assert tps.PerReplica([1.0, 2.0]).fast_entry(split) is None  # not stacked yet
+    assert x.leaf(split)[0].shapes == ((3,), (3,), (2,), (3,))
+    assert tps.PerReplica([1.0, 2.0]).leaf(split) is None  # not stacked yet

@@ -1,10 +1,11 @@
-"""Straight-line code for one structure (``execution.specialised``) agrees with the generic walks.
+"""Straight-line code for one structure agrees with the generic walks it stands for.
 
-A fast key's compiled guard passes exactly the calls whose fast key is that key: for every
-pair of argument structures below, the guard of one passes the other exactly when their fast
-keys are equal (``entry.fast_key``), and then returns the very dynamic inputs ``fast_key``
-collects, in its order. A compiled result builder makes the tree ``tree_unflatten`` makes,
-with new containers every call, and each kind of leaf as ``Program``'s plan says.
+A key's compiled guard (``leaves.compile_guard``) passes exactly the calls whose key is that
+key: for every pair of argument structures below, the guard of one passes the other exactly
+when their keys are equal (``leaves.call_key``), and then returns the very dynamic inputs
+``call_key`` collects, in its order. A result plan's generated rendering
+(``results.ResultPlan.compile``) makes the tree its loop rendering and ``tree_unflatten`` make,
+with new containers every call, and each kind of leaf as the plan says.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.execution import entry, specialised
+from tpustrategy._src.execution import leaves
+from tpustrategy._src.execution.outputs import Kind, OutKind
 from tpustrategy._src.execution.program import Placement
+from tpustrategy._src.execution.results import ResultPlan, ResultStep
+from tpustrategy._src.values.leaf import LeafKind
 
 Pair = collections.namedtuple("Pair", "a b")
 Other = collections.namedtuple("Other", "a b")
@@ -68,12 +72,12 @@ def _calls(strategy):
 def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(strategy):
     split = Placement.of(strategy).split
     calls = _calls(strategy)
-    keys = {name: entry.fast_key(args, {}, split) for name, args in calls.items()}
+    keys = {name: leaves.call_key(args, {}, split) for name, args in calls.items()}
     assert [name for name, k in keys.items() if k is None] == []
     distinct = {k[0] for k in keys.values()}
     assert len(distinct) == len(calls) - 1  # every case is its own key but "new objects, same key"
     for name_a, (name_b, args_b) in itertools.product(calls, calls.items()):
-        guard = specialised.compile_guard(keys[name_a][0])
+        guard = leaves.compile_guard(keys[name_a][0])
         assert guard is not None, name_a
         got = guard(args_b, split)
         if keys[name_a][0] == keys[name_b][0]:
@@ -85,8 +89,8 @@ def test_a_guard_passes_exactly_the_calls_with_its_key_and_returns_their_inputs(
 
 
 def test_a_key_with_an_entry_it_does_not_know_has_no_guard():
-    assert specialised.compile_guard((1, ("not a kind", 3))) is None
-    assert specialised.compile_guard((2, (int, 1))) is None  # fewer entries than arguments
+    assert leaves.compile_guard((1, ("not a kind", 3))) is None
+    assert leaves.compile_guard((2, (LeafKind.STATIC, int, 1))) is None  # fewer entries than arguments
 
 
 @pytest.mark.devices(4)
@@ -118,8 +122,8 @@ def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_d
 Empty = collections.namedtuple("Empty", "")
 
 
-def _plain_steps(n):
-    return [(specialised.PLAIN, None, i, -1) for i in range(n)]
+def _plain_plan(treedef):
+    return ResultPlan(tuple(ResultStep(LeafKind.ARRAY, i) for i in range(treedef.num_leaves)), treedef)
 
 
 @pytest.mark.parametrize("tree", [
@@ -131,13 +135,14 @@ def _plain_steps(n):
 ])
 def test_a_builder_makes_the_tree_unflatten_would(tree):
 
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    build = specialised.compile_builder(_plain_steps(len(leaves)), treedef)
+    leaves_, treedef = jax.tree_util.tree_flatten(tree)
+    plan = _plain_plan(treedef)
+    build = plan.compile()
     assert build is not None
-    outs = [f"leaf{i}" for i in range(len(leaves))]
+    outs = [f"leaf{i}" for i in range(len(leaves_))]
     first, second = build(outs, None), build(outs, None)
     want = jax.tree_util.tree_unflatten(treedef, outs)
-    assert first == want and type(first) is type(want)
+    assert first == want and type(first) is type(want) and plan.build(outs, []) == want
     assert jax.tree_util.tree_structure(first) == treedef
     # Containers that could be changed are new every call; leafless tuples may be shared.
     for a, b in zip(jax.tree_util.tree_leaves(first, is_leaf=lambda x: isinstance(x, (list, dict))),
@@ -147,26 +152,36 @@ def test_a_builder_makes_the_tree_unflatten_would(tree):
 
 
 @pytest.mark.devices(4)
-def test_a_builder_makes_each_kind_of_leaf(strategy):
+@pytest.mark.parametrize("rendering", ["generated", "loop"])
+def test_a_plan_makes_each_kind_of_leaf_in_both_renderings(strategy, rendering):
     n = strategy.num_replicas_in_sync
-    mirrored_array = strategy.run(lambda: jnp.arange(3.0)).replicated_array
+    mirrored_array = strategy.run(lambda: jnp.arange(3.0))
+    mirrored_array = mirrored_array.replicated_array if n > 1 else mirrored_array
     stacked_array = jnp.zeros((n, 2))
-    key = tps.Mirrored.fast_key_of(mirrored_array, n)
-    steps = [(specialised.MIRRORED, n, 0, -1), (specialised.VARYING, n, 1, -1),
-             (specialised.STATIC, "static", -1, -1), (specialised.STATIC_PER_REPLICA, (1, 2), -1, -1),
-             (specialised.PLAIN, None, 2, -1)]
-
+    spec = tps.Mirrored.spec_of(mirrored_array, n)
+    kinds = [OutKind(Kind.MIRRORED, num_replicas=n), OutKind(Kind.VARYING),
+             OutKind(Kind.STATIC, value="static"), OutKind(Kind.STATIC_PER_REPLICA, value=(1, 2)),
+             OutKind(Kind.ARRAY)]
     treedef = jax.tree_util.tree_structure((0, 0, 0, 0, 0))
-    build = specialised.compile_builder(steps, treedef)
-    m, v, s, spr, p = build([mirrored_array, stacked_array, 5], [key, None, None])
-    assert type(m) is tps.Mirrored and m.replicated_array is mirrored_array and m.fast_entry(None)[0] is key
-    assert type(v) is tps.PerReplica and v.num_replicas == n and v.shapes == ((2,),) * n
+    plan = ResultPlan.of(kinds, treedef, n)
+    assert [s.kind for s in plan.steps] == [
+        LeafKind.MIRRORED, LeafKind.PER_REPLICA if n > 1 else LeafKind.ARRAY, LeafKind.STATIC,
+        LeafKind.STATIC_PER_REPLICA, LeafKind.ARRAY]
+    build = plan.compile() if rendering == "generated" else plan.build
+    m, v, s, spr, p = build([mirrored_array, stacked_array, 5], [spec, None, None])
+    assert type(m) is tps.Mirrored and m.replicated_array is mirrored_array and m.leaf(None)[0] is spec
+    if n > 1:
+        assert type(v) is tps.PerReplica and v.num_replicas == n and v.shapes == ((2,),) * n
+    else:  # TensorFlow: one replica's varying result comes back as it is
+        assert v is stacked_array
     assert s == "static" and p == 5
     assert type(spr) is tps.PerReplica and list(spr.values) == [1, 2]
 
 
-def test_a_custom_node_has_no_builder():
+def test_a_custom_node_has_no_generated_builder_and_the_loop_makes_it():
 
     tree = jax.tree_util.Partial(lambda a: a, 1)  # a custom pytree node
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    assert specialised.compile_builder(_plain_steps(len(leaves)), treedef) is None
+    leaves_, treedef = jax.tree_util.tree_flatten(tree)
+    plan = _plain_plan(treedef)
+    assert plan.compile() is None
+    assert plan.build([7] * len(leaves_), []).args == (7,)

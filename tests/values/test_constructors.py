@@ -14,6 +14,7 @@ import pytest
 
 import tpustrategy as tps
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
 _SLOTS = [s for s in DistributedValues.__slots__ if s != "__weakref__"]
 
@@ -55,12 +56,13 @@ def test_every_constructor_sets_every_slot(make):
 
 def test_fast_constructors_read_back_through_the_public_api():
     n = _n()
-    m = Mirrored.from_replicated(_replicated(n), n, ("key",))
+    spec = LeafSpec(LeafKind.MIRRORED, (4,), np.dtype(np.int32), False, None, n)
+    m = Mirrored.from_replicated(_replicated(n), n, spec)
     assert m.num_replicas == n
     assert len(m.values) == n
     for component in m.values:
         np.testing.assert_array_equal(np.asarray(component), [0, 1, 2, 3])
-    assert m.fast_entry(None)[0] == ("key",)
+    assert m.leaf(None)[0] is spec
 
     stacked = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
     p = PerReplica.from_output(stacked, n)

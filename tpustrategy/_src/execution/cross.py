@@ -7,7 +7,7 @@ input signature; inside it ``strategy.run`` (its own ``shard_map``, possibly rag
 iterator are all traced, so a call is one dispatch. Batches pulled from iterators are
 inputs of the program (``pulls``); a call pulls the same number of batches before it
 dispatches, and batches of another shape (the partial last batch) or an end of data at
-another point trace again. A call whose fast key (``entry.fast_key``) has a program that
+another point trace again. A call whose key (``leaves.call_key``) has a program that
 pulls nothing goes straight to it.
 
 Fallbacks (``entry.cross_fallback``), each warned once: a scalar integer/bool array
@@ -30,7 +30,7 @@ import numpy as np
 from tpustrategy._src.context import contracts
 from tpustrategy._src.execution import entry, host_values, outputs, pulls, signature, trace
 from tpustrategy._src.execution.entry import name_of
-from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.program import Placement, Program, donatable_inputs, split_flags
 from tpustrategy._src.execution.tracebacks import user_stacklevel
 
 _CACHE_SIZE = 64
@@ -188,12 +188,15 @@ class CrossFunction:
                 [placement.split if k.kind is outputs.Kind.PER_REPLICA else placement.replicated
                  for k in traced.out_kinds if not k.is_static]
                 + [placement.variable_sharding(v) for v in traced.written])
-        jitted = jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
-                         out_shardings=out_shardings)
-        return Program(jitted, placement, split_flags(inputs.specs), traced.variables,
+        def jit_with(donate: tuple[int, ...] = ()) -> Any:
+            return jax.jit(lambda *flat: tuple(jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)),
+                           out_shardings=out_shardings, donate_argnums=donate)
+
+        return Program(jit_with(), placement, split_flags(inputs.specs), traced.variables,
                        traced.written, traced.out_treedef, traced.out_kinds, 0,
                        f"tps.function({name_of(self._fn)})",
-                       extra_split=extra_split or None)
+                       extra_split=extra_split or None, jit_with=jit_with,
+                       donatable=donatable_inputs(closed, len(inputs.specs), traced.variables, traced.written))
 
 
 def _pulls_nothing(found: _Entry) -> bool:

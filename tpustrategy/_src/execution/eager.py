@@ -30,7 +30,7 @@ import numpy as np
 from tpustrategy._src import config
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import DeadlineExceededError
-from tpustrategy._src.execution import signature
+from tpustrategy._src.execution import leaves, signature
 from tpustrategy._src.execution.program import Placement
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.replica.context import EagerReplicaContext
@@ -48,7 +48,7 @@ def _to_device(x: Any, device: Any) -> Any:
 
 
 def run_eagerly(strategy: ReplicaStrategy, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    signature.check_replica_counts((args, kwargs), strategy.num_replicas_in_sync)
+    signature.check_arguments((args, kwargs), strategy.num_replicas_in_sync, leaves.refuse_in_run)
     devices = strategy.worker_devices
     num_local = len(devices)
     offset = strategy.first_local_replica

@@ -1,15 +1,14 @@
-"""What both entries of compiled user code share: the per-call fast key and the fallback decision.
+"""What both entries of compiled user code share: the fast cache and the fallback decision.
 
 User code is compiled in one place: ``runner.ReplicaRunner`` (``strategy.run``) and
 ``cross.CrossFunction`` (``tps.function``). Both
 
-- look a call up by its **fast key** first (``fast_key``): the kinds, shapes and
-  dtypes of the arguments read straight off a flat structure of arrays, distributed
-  values and Python scalars — no pytree walk, no ``signature.Inputs`` — and, when a
-  program was built for that key, call it at once (``Program.__call__``). Anything
-  else (nested containers beyond tuples, lists and dicts, objects, host-built
-  ``PerReplica`` values not stacked yet, tracers) has no fast key and takes the
-  classifying path, which builds the program the next fast call finds;
+- find a repeated call's program in a ``FastCache``: by the last hit's compiled guard, else by
+  the call's key (``leaves.call_key``: the leaves' kinds, shapes and dtypes read straight off
+  tuples, lists, dicts and namedtuples of arrays, distributed values and Python scalars), and
+  call it at once (``Program.fast``). Anything else (other containers, objects, host-built
+  ``PerReplica`` values not stacked yet, tracers) has no key and takes the classifying path,
+  which builds the program the next call finds;
 - turn an error met while tracing into a ``Decision`` (``replica_fallback``,
   ``cross_fallback``): compile again (``RETRY``), run eagerly (``EAGER``) or raise
   (``RAISE``), each with its reason. ``CONCRETIZATION_ERRORS`` is the one list of
@@ -19,18 +18,14 @@ User code is compiled in one place: ``runner.ReplicaRunner`` (``strategy.run``) 
 from __future__ import annotations
 
 import enum
-import operator
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import jax
-import numpy as np
 
 from tpustrategy._src.activity import ANY
-from tpustrategy._src.execution import specialised
-from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL as _ArrayImpl
-from tpustrategy._src.values.distributed import Mirrored, PerReplica
+from tpustrategy._src.execution import leaves
 
 # A traced value used as a Python value (``if x > 0:``, ``int(x)``, ``range(n)``, ``np.asarray(x)``);
 # ``TracerBoolConversionError`` is a ``ConcretizationTypeError``.
@@ -44,109 +39,20 @@ def name_of(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-# The fast key ----------------------------------------------------------------------------------
-_SCALARS = (int, float, bool, str, type(None))
-
-
-def fast_key(args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
-             split: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
-    """The fast key of a call and its dynamic inputs (in ``signature.classify`` order), or None.
-
-    Equal fast keys imply equal ``signature.classify`` keys: each array contributes its
-    type, shape, dtype and weak type; a stacked ``PerReplica`` its stacked shape, dtype and
-    (ragged) true shapes; a ``Mirrored`` its replicated array's; a Python scalar its type
-    and value; containers (tuples, lists, namedtuples, dicts) their type and length (dicts their
-    sorted keys). The positional arguments contribute their number (``classify`` reads them
-    as a tuple, whether a tuple or a list was passed).
-
-    Args:
-      args: the positional arguments.
-      kwargs: the keyword arguments.
-      split: the replica-axis sharding stacked values are placed on (as ``classify``).
-    """
-    key: list[Any] = [len(args)]
-    arrays: list[Any] = []
-    if not _walk(args, key, arrays, split) or (kwargs and not _walk((kwargs,), key, arrays, split)):
-        return None
-    return tuple(key), arrays
-
-
-# How ``_walk`` treats a value, by its exact type (worked out once per type).
-_ARRAY, _DISTRIBUTED, _SEQUENCE, _SCALAR, _DICT, _NUMPY, _OTHER = range(7)
-_KINDS: dict[type, int] = {_ArrayImpl: _ARRAY, Mirrored: _DISTRIBUTED, PerReplica: _DISTRIBUTED,
-                           tuple: _SEQUENCE, list: _SEQUENCE, dict: _DICT, np.ndarray: _NUMPY,
-                           **{t: _SCALAR for t in _SCALARS}}
-
-
-def _kind_of(t: type) -> int:
-    """A type not in ``_KINDS`` yet: a namedtuple (optax states) is a sequence of its fields;
-    anything else has no fast key."""
-    kind = _SEQUENCE if issubclass(t, tuple) and hasattr(t, "_fields") else _OTHER
-    if len(_KINDS) < 4096:
-        _KINDS[t] = kind
-    return kind
-
-
-def _walk(items: Any, key: list[Any], arrays: list[Any], split: Any) -> bool:
-    """Adds each of ``items`` to the key (and its arrays to ``arrays``); False: no fast key.
-    Leaves are handled in the loop; only containers recurse."""
-    for x in items:
-        t = type(x)
-        kind = _KINDS.get(t)
-        if kind is None:
-            kind = _kind_of(t)
-        if kind == _DISTRIBUTED:
-            found = x.fast_entry(split)
-            if found is None:
-                return False
-            key.append(found[0])
-            arrays.append(found[1])
-        elif kind == _SEQUENCE:
-            key.append((t, len(x)))
-            if x and not _walk(x, key, arrays, split):
-                return False
-        elif kind == _ARRAY:
-            key.append((t, x.shape, x.dtype, x.weak_type))
-            arrays.append(x)
-        elif kind == _SCALAR:
-            key.append((t, x))
-        elif kind == _DICT:
-            try:
-                names = sorted(x)
-            except TypeError:
-                return False
-            key.append((t, tuple(names)))
-            if not _walk([x[name] for name in names], key, arrays, split):
-                return False
-        elif kind == _NUMPY and x.dtype.kind in "biufc":
-            key.append((t, x.shape, x.dtype))
-            arrays.append(x)
-        else:
-            return False
-    return True
-
-
-# Argument types whose object identity fixes the fast key and the dynamic inputs (immutable values):
-# a call passing the very objects of the last call skips the key (``FastCache.lookup``).
-_SAME_OBJECT_SAME_KEY = frozenset({_ArrayImpl, PerReplica, Mirrored, *_SCALARS})
-
-
-_is = operator.is_
+# The fast cache ---------------------------------------------------------------------------------
 MISS = object()  # ``FastCache.call``: no program cached for this call (take the full path)
 
 
 class FastCache:
-    """Programs by owner (a replica function, a ``tps.function``) and fast key. Owners are
-    told apart by identity; the owner object is kept, so a reused id never finds another's.
+    """Programs by owner (a replica function, a ``tps.function``) and call key
+    (``leaves.call_key``). Owners are told apart by identity; the owner object is kept, so a
+    reused id never finds another's.
 
-    The last hit is remembered with its arguments: a call with the same owner and the very
-    same argument objects (arrays, distributed values, Python scalars; no keyword arguments),
-    as a loop passing one batch or one step count again makes, reuses it without a key. A
-    call without keyword arguments is then checked against the last hit's compiled guard
-    (``specialised.compile_guard``: the key's structure read straight off the arguments, as a loop
-    passing its state back makes). Those two repeats are ``call`` (the entries' first try);
-    ``lookup`` (their full path) builds the call's key and looks it up, and is the only one that
-    sets the last hit and the guard.
+    A call meets at most three tiers: ``call`` checks the arguments against the last hit's
+    compiled guard (``leaves.compile_guard``: the key's structure read straight off the
+    arguments, as a loop passing its batch or its state back makes); ``lookup`` builds the key
+    and looks it up; a miss there is the entries' own path (classify, their signature cache,
+    build), which ``put``s the program the next call finds.
     """
 
     def __init__(self, size: int, gate: Any = None):
@@ -156,24 +62,16 @@ class FastCache:
         self._gate = gate
         self._count = 0
         self._by_owner: dict[int, tuple[Any, dict[tuple[Any, ...], Any]]] = {}
-        self._last: tuple[Any, tuple[Any, ...], tuple[Any, list[Any], tuple[Any, ...]]] | None = None
         # The last hit without keyword arguments: (owner, its key's guard, program, split).
         self._guarded: tuple[Any, Any, Any, Any] | None = None
         self._guards: dict[tuple[Any, ...], Any] = {}  # per key: its guard (None: the key has none)
 
     def call(self, owner: Any, args: tuple[Any, ...] | list[Any]) -> Any:
         """The result of a call of ``owner`` with ``args`` (no keyword arguments; the caller is
-        outside every variable frame) when it repeats the last hit: the very same argument objects,
-        or arguments the last hit's guard passes; else ``MISS`` (then the caller's full path looks
-        the call up, by its key). Nothing is computed for a miss, so a miss costs the full path
-        nothing twice; only ``lookup`` sets what this finds."""
+        outside every variable frame) when the last hit's guard passes it, else ``MISS`` (then
+        the caller's full path looks the call up by its key). Nothing is computed for a miss."""
         if ANY and self._gate is not None and not self._gate():
             return MISS
-        last = self._last
-        if last is not None and last[0] is owner:
-            same, n = last[1], len(args)  # one argument: one ``is`` (``all(map(...))`` costs more)
-            if n == len(same) and (args[0] is same[0] if n == 1 else all(map(_is, args, same))):
-                return last[2][0].fast(last[2][1])
         guarded = self._guarded
         if guarded is not None and guarded[0] is owner:
             arrays = guarded[1](args, guarded[3])
@@ -183,20 +81,17 @@ class FastCache:
 
     def lookup(self, owner: Any, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None,
                split: Any) -> tuple[Any, list[Any], tuple[Any, ...]] | None:
-        """``(program, dynamic inputs, fast key)`` of a call with a fast key (``program`` None
-        when none was built for it yet: the caller builds one and ``put``s it), else None. The
-        entries try ``call`` first, so the repeats it checks are not checked again here."""
-        quick = fast_key(args, kwargs, split)  # type: ignore[arg-type]
-        if quick is None:
+        """``(program, dynamic inputs, key)`` of a call with a key (``program`` None when none was
+        built for it yet: the caller builds one and ``put``s it), else None."""
+        found_key = leaves.call_key(args, kwargs, split)
+        if found_key is None:
             return None
+        key, arrays = found_key
         found = self._by_owner.get(id(owner))
-        program = found[1].get(quick[0]) if found is not None and found[0] is owner else None
-        hit = (program, quick[1], quick[0])
+        program = found[1].get(key) if found is not None and found[0] is owner else None
         if program is not None and not kwargs:
-            if all(type(a) in _SAME_OBJECT_SAME_KEY for a in args):
-                self._last = (owner, tuple(args), hit)
-            self._guard(owner, quick[0], program, split)
-        return hit
+            self._guard(owner, key, program, split)
+        return program, arrays, key
 
     def _guard(self, owner: Any, key: tuple[Any, ...], program: Any, split: Any) -> None:
         """Remembers the hit's guard (compiled once per key) for the owner's next call."""
@@ -205,14 +100,14 @@ class FastCache:
         else:
             if len(self._guards) >= self._size:
                 self._guards.clear()
-            guard = self._guards[key] = specialised.compile_guard(key)
+            guard = self._guards[key] = leaves.compile_guard(key)
         self._guarded = (owner, guard, program, split) if guard is not None else None
 
     def put(self, owner: Any, key: tuple[Any, ...], value: Any) -> None:
         if self._count >= self._size:
             self._by_owner.clear()
             self._count = 0
-        self._last = self._guarded = None  # a key may get another program: look the next hit up
+        self._guarded = None  # a key may get another program: look the next hit up
         found = self._by_owner.get(id(owner))
         if found is None or found[0] is not owner:
             found = self._by_owner[id(owner)] = (owner, {})
@@ -225,8 +120,6 @@ class FastCache:
         if found is not None and found[0] is owner:
             del self._by_owner[id(owner)]
             self._count -= len(found[1])
-        if self._last is not None and self._last[0] is owner:
-            self._last = None
         if self._guarded is not None and self._guarded[0] is owner:
             self._guarded = None
 

@@ -36,7 +36,6 @@ import numpy as np
 from jax.extend import core as jcore
 
 from tpustrategy._src.jax_shims import scan_params
-
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 # Call primitives: name -> the parameter holding the body (operands map to its inputs).

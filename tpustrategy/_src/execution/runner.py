@@ -1,7 +1,7 @@
 """``strategy.run``: the tracer with one replica function, and the choice of back end.
 
 ``ReplicaRunner.call`` is the whole replica path; ``Strategy.run`` only validates its
-arguments. Per call: a call whose fast key (``entry.fast_key``: kinds, shapes, dtypes)
+arguments. Per call: a call whose key (``leaves.call_key``: kinds, shapes, dtypes)
 has a program goes straight to it (``fast_call``, which ``Strategy.run`` tries before
 any check: a call it takes was checked when its program was built, and the context it
 needs is re-checked). Otherwise classify the inputs; look up the program
@@ -25,7 +25,7 @@ import jax
 
 from tpustrategy._src import config
 from tpustrategy._src.context import stack as context
-from tpustrategy._src.execution import eager, entry, host_values, ragged, signature, trace, uniform
+from tpustrategy._src.execution import eager, entry, host_values, leaves, ragged, signature, trace, uniform
 from tpustrategy._src.execution.entry import NeedsEager, name_of
 from tpustrategy._src.execution.program import Placement, Program
 from tpustrategy._src.execution.protocol import ReplicaStrategy
@@ -124,7 +124,8 @@ class ReplicaRunner:
         if frame is not None:
             frame.note_strategy(strategy)
         try:
-            inputs = signature.classify((tuple(args), kwargs), placement.split if placement else None)
+            inputs = signature.classify((tuple(args), kwargs), placement.split if placement else None,
+                                        leaves.refuse_in_run)
         except signature.PythonComponents as e:
             # TensorFlow hands each replica its own Python value; only the eager path can.
             raise NeedsEager(str(e), e) from e

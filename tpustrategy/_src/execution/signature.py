@@ -16,41 +16,20 @@ dtype and (ragged) per-replica shapes, and the static values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
 
 from tpustrategy._src.context import contracts
-from tpustrategy._src.types import Shape
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored, PerReplica
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
-STATIC, ARRAY, PER_REPLICA, MIRRORED = "static", "array", "per_replica", "mirrored"
-
-
-class LeafSpec(NamedTuple):
-    """What a program knows about one dynamic input (a tuple: cheap to build and hash per call)."""
-
-    kind: str
-    shape: Shape  # of the array that enters the program (stacked: [R, ...])
-    dtype: Any
-    weak_type: bool = False
-    shapes: tuple[Shape, ...] | None = None  # ragged PER_REPLICA: each replica's true shape
-
-    @property
-    def aval(self) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
-
-    @property
-    def local_shape(self) -> Shape:
-        """One replica's view: the component shape (stacked inputs) or the whole shape."""
-        return self.shape[1:] if self.kind == PER_REPLICA else self.shape
-
-    @property
-    def is_ragged(self) -> bool:
-        return self.shapes is not None
+# The kinds a leaf of the arguments has here (``values.leaf``'s vocabulary).
+STATIC, ARRAY, PER_REPLICA, MIRRORED = LeafKind.STATIC, LeafKind.ARRAY, LeafKind.PER_REPLICA, LeafKind.MIRRORED
 
 
 @dataclass
@@ -58,7 +37,7 @@ class Inputs:
     """The classified leaves of one call."""
 
     leaves: list[Any]  # the original leaves (statics are used as they are)
-    kinds: list[str]  # per leaf
+    kinds: list[LeafKind]  # per leaf
     treedef: Any
     specs: list[LeafSpec]  # per dynamic leaf
     arrays: list[Any]  # per dynamic leaf: the value that enters the program
@@ -159,26 +138,41 @@ def _check_count(leaf: DistributedValues, replicas: int | None, tree: Any, index
     )
 
 
-def check_replica_counts(tree: Any, replicas: int) -> None:
-    """Every distributed value in ``tree`` has ``replicas`` components (the eager path's check;
-    ``classify`` makes it for compiled calls)."""
+Refuse = Callable[[Any, str], "Exception | None"]
+
+
+def check_arguments(tree: Any, replicas: int, refuse: Refuse | None = None) -> None:
+    """The eager path's checks of its arguments (``classify`` makes them for compiled calls):
+    every distributed value has ``replicas`` components, and ``refuse(leaf, path)`` finds no
+    leaf that cannot be an argument."""
     leaves, _ = regroup.flatten(tree)
     for index, leaf in enumerate(leaves):
-        if isinstance(leaf, DistributedValues) and leaf.replica_tracer is None:
-            _check_count(leaf, replicas, tree, index)
+        if isinstance(leaf, DistributedValues):
+            if leaf.replica_tracer is None:
+                _check_count(leaf, replicas, tree, index)
+        elif refuse is not None:
+            _refuse(refuse, leaf, tree, index)
+
+
+def _refuse(refuse: Refuse, leaf: Any, tree: Any, index: int) -> None:
+    found = refuse(leaf, argument_path(tree, index))
+    if found is not None:
+        raise found
 
 
 def _replicas_of(split_sharding: Any) -> int | None:
     return None if split_sharding is None else int(split_sharding.mesh.shape["replica"])
 
 
-def classify(tree: Any, split_sharding: Any = None) -> Inputs:
+def classify(tree: Any, split_sharding: Any = None, refuse: Refuse | None = None) -> Inputs:
     """Classifies the leaves of ``tree``.
 
     Args:
       tree: the arguments, e.g. ``(args, kwargs)``.
       split_sharding: the replica-axis sharding used to stack host-built
         ``PerReplica`` values (None: stacked on the host, placed later).
+      refuse: ``refuse(leaf, path)``: the error for a static leaf that cannot be an
+        argument (``leaves.refuse_in_run``), or None.
     """
     leaves, treedef = regroup.flatten(tree)
     kinds, specs, arrays, key = [], [], [], [treedef]
@@ -187,7 +181,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
             x = leaf.replicated_array
             if not _is_array(x):
                 x = np.asarray(x)
-            spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)))
+            spec = LeafSpec(MIRRORED, tuple(np.shape(x)), _dtype(x), bool(getattr(x, "weak_type", False)),
+                            None, leaf.num_replicas)
         elif isinstance(leaf, DistributedValues):
             if (odd := _python_component(leaf)) is not None:
                 raise PythonComponents(odd)
@@ -200,6 +195,8 @@ def classify(tree: Any, split_sharding: Any = None) -> Inputs:
             x = leaf
             spec = LeafSpec(ARRAY, tuple(x.shape), _dtype(x), bool(getattr(x, "weak_type", False)))
         else:
+            if refuse is not None:
+                _refuse(refuse, leaf, tree, index)
             kinds.append(STATIC)
             key.append(_static_key(leaf))
             continue

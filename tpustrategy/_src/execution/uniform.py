@@ -17,7 +17,7 @@ import jax
 from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import evaluate, invariance, outputs
-from tpustrategy._src.execution.program import Placement, Program, split_flags
+from tpustrategy._src.execution.program import Placement, Program, donatable_inputs, split_flags
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import Inputs
 from tpustrategy._src.execution.trace import Traced
@@ -76,7 +76,7 @@ def local_copies(strategy: ReplicaStrategy, outs: list[Any], varying: list[bool]
 
 
 def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], out_split: list[bool],
-                  written: list[Any], copies: Sequence[int] = ()) -> Any:
+                  written: list[Any], copies: Sequence[int] = (), donate: tuple[int, ...] = ()) -> Any:
     """``jit(shard_map(...))`` of a per-replica ``body(local_inputs) -> outputs`` over the replica axis.
 
     Inputs split over the replicas enter as this replica's slice; outputs marked
@@ -93,13 +93,20 @@ def over_replicas(body: Any, strategy: ReplicaStrategy, in_split: list[bool], ou
             outs = outs[: len(outs) - n_written] + keep_layout(written, outs[len(outs) - n_written:], strategy.mesh)
         return tuple(o[None] if split else o for o, split in zip(outs, out_split)) + tuple(outs[j] for j in copies)
 
+    out_specs = tuple(P(REPLICA_AXIS) if s else P() for s in out_split) + (P(),) * len(copies)
     mapped = jax.shard_map(
         program, mesh=strategy.mesh,
         in_specs=tuple(P(REPLICA_AXIS) if s else P() for s in in_split),
-        out_specs=tuple(P(REPLICA_AXIS) if s else P() for s in out_split) + (P(),) * len(copies),
-        check_vma=False, **manual_axes(strategy),
+        out_specs=out_specs, check_vma=False, **manual_axes(strategy),
     )
-    return jax.jit(mapped)
+    out_shardings = None
+    placement = Placement.of(strategy)
+    if placement is not None and not mesh_axis.has_cores(strategy.mesh):
+        # The strategy's own sharding objects: every variant of the program (donating or not)
+        # returns arrays holding these very objects, so the next call finds its inputs where it
+        # takes them by identity (``Program``'s ``seen``), whichever variant made them.
+        out_shardings = tuple(placement.split if spec else placement.replicated for spec in out_specs)
+    return jax.jit(mapped, donate_argnums=donate, out_shardings=out_shardings)
 
 
 def build(traced: Traced, inputs: Inputs, strategy: ReplicaStrategy, name: str) -> Program:
@@ -124,7 +131,10 @@ def build(traced: Traced, inputs: Inputs, strategy: ReplicaStrategy, name: str) 
         return evaluate.eval_jaxpr(closed.jaxpr, closed.consts, *local, mesh=core_mesh, local_gathers=gathers)
 
     copies = local_copies(strategy, [v.aval for v in closed.jaxpr.outvars[:n_out]], results_varying)
-    jitted = over_replicas(body, strategy, in_split, out_split, traced.written, copies)
-    return Program(jitted, Placement.of(strategy), dyn_split, traced.variables, traced.written,
+    def jit_with(donate: tuple[int, ...] = ()) -> Any:
+        return over_replicas(body, strategy, in_split, out_split, traced.written, copies, donate)
+
+    return Program(jit_with(), Placement.of(strategy), dyn_split, traced.variables, traced.written,
                    traced.out_treedef, output_kinds(traced, results_varying), n, name,
-                   one_shot=traced.one_shot, local_copies=copies)
+                   one_shot=traced.one_shot, local_copies=copies, jit_with=jit_with,
+                   donatable=donatable_inputs(closed, len(dyn_split), traced.variables, traced.written))

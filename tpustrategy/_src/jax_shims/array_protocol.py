@@ -20,7 +20,7 @@ private name moves, ``register`` raises and ``tests/jax_shims`` fails loudly.
 **``ARRAY_IMPL``: the concrete type of a JAX array**, for ``type(x) is ARRAY_IMPL`` checks on
 the per-call path. ``isinstance(x, jax.Array)`` asks an abstract base class (a few hundred
 nanoseconds, and a tracer is one too); the execution core's fast key
-(``execution.entry.fast_key``) reads the concrete type instead. Importing it does not start
+(``execution.leaves.call_key``) reads the concrete type instead. Importing it does not start
 a backend. Public alternative: ``isinstance(x, jax.Array) and not isinstance(x,
 jax.core.Tracer)``. When the private name moves, ``ARRAY_IMPL`` is ``jax.Array`` (no array's
 exact type), so the fast path silently steps aside and calls classify as before;

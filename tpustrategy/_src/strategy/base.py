@@ -205,8 +205,11 @@ class Strategy:
 
     def _run(self, fn: Callable[..., Any], args: Any, kwargs: Any, options: Any) -> Any:
         if type(args) is not tuple and not isinstance(args, (tuple, list)):
-            # TensorFlow's exact text (programs and tests match on it).
-            raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
+            # TensorFlow's exact text first (programs and tests match on it), then the fix.
+            raise ValueError(
+                f"positional args must be a list or tuple, got {type(args)}\nstrategy.run: `args` holds "
+                f"the replica function's positional arguments. Received: args={args!r:.80}.\nFix: wrap "
+                "one argument in a tuple, strategy.run(fn, args=(value,)).")
         if not callable(fn):
             raise TypeError(
                 f"strategy.run: `fn` must be a callable (the replica function). Received: fn={fn!r:.60}."

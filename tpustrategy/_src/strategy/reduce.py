@@ -23,17 +23,26 @@ from tpustrategy._src.values.distributed import DistributedValues, Mirrored
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 
+def _axis_type_error(axis: Any, found: Any) -> TypeError:
+    # TensorFlow's first line (programs match on it), then what was received and the fix.
+    return TypeError(
+        f"Expected `axis` to be an integer, tuple or list not: {type(found)}\n"
+        f"strategy.reduce: Received: axis={axis!r}. `axis` names the dimensions of each replica's value "
+        "reduced inside the replica before the values are combined across replicas.\nFix: pass "
+        "axis=None to combine across replicas only, or an int (axis=0: the batch axis) or a tuple of ints.")
+
+
 def _canonical_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         axes: tuple[Any, ...] = (axis,)
     elif isinstance(axis, (tuple, list)):
         axes = tuple(axis)
     else:
-        raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {type(axis)}")
+        raise _axis_type_error(axis, axis)
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {type(a)}")
+            raise _axis_type_error(axis, a)
         if not -ndim <= a < ndim:
             raise ValueError(
                 f"strategy.reduce: Invalid reduction dimension {a} for input with {ndim} "

@@ -32,6 +32,7 @@ import numpy as np
 from tpustrategy._src.jax_shims.array_protocol import ARRAY_IMPL
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values import mesh_axis, views
+from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 
 REPLICA_AXIS = mesh_axis.REPLICA_AXIS
 
@@ -44,7 +45,7 @@ class DistributedValues:
     """Base class of values with one component per replica."""
 
     __slots__ = ("_values", "_stacked", "_shapes", "_tracer", "_replicated", "_num_replicas",
-                 "_home", "_local_copy", "_fast", "__weakref__")
+                 "_home", "_local_copy", "_leaf", "__weakref__")
 
     def __init__(self, values: Sequence[Any] | None = None):
         if values is not None and not isinstance(values, (list, tuple)):
@@ -60,12 +61,12 @@ class DistributedValues:
         self._num_replicas: int = len(values) if values is not None else 0
         self._home = None  # the replica-axis sharding of the strategy that made it
         self._local_copy = None
-        self._fast: tuple[Any, ...] | None = None  # the fast-path entry, once known (``fast_entry``)
+        self._leaf: tuple[Any, ...] | None = None  # its leaf spec and array, once known (``leaf``)
 
     # Constructors (package API) -------------------------------------------------
     @classmethod
     def from_parts(cls, num_replicas: int, stacked: Any = None, replicated: Any = None,
-                   local_copy: Any = None, fast: Any = None) -> Any:
+                   local_copy: Any = None, leaf: Any = None) -> Any:
         """A value with every slot set: the given representation, the rest empty (the one place
         that sets them; ``specialised``'s generated result builders call it directly, one frame
         per program result)."""
@@ -78,7 +79,7 @@ class DistributedValues:
         obj._num_replicas = num_replicas
         obj._home = None
         obj._local_copy = local_copy
-        obj._fast = fast
+        obj._leaf = leaf
         return obj
 
     @classmethod
@@ -155,7 +156,7 @@ class DistributedValues:
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         self._num_replicas = len(shapes)
         self._shapes = shapes
-        self._fast = None
+        self._leaf = None
 
     def set_home(self, split_sharding: Any) -> None:
         """Records the replica-axis sharding of the strategy that built the value (host-built values)."""
@@ -292,12 +293,12 @@ class PerReplica(DistributedValues):
 
     __slots__ = ()
 
-    def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
-        """For the per-call fast path (``execution.entry.fast_key``): ``(key, stacked array)``
-        with the array placed on ``split``, or None when the value is traced or not stacked yet.
-        The pair (key: type, stacked shape and dtype, ragged true shapes) is kept with the value,
-        for that ``split``."""
-        kept = self._fast
+    def leaf(self, split: Any) -> tuple[LeafSpec, Any] | None:
+        """The value as a program argument: its ``LeafSpec`` (``PER_REPLICA``: the stacked shape
+        and dtype, ragged true shapes) and the stacked array placed on ``split``; None when the
+        value holds no concrete stacked array (host-built and not stacked yet, or traced). A
+        value does not change, so the pair is kept with it, for that ``split``."""
+        kept = self._leaf
         if kept is not None and kept[0] is split:
             return kept[1]  # type: ignore[no-any-return]
         stacked: Any = self._stacked
@@ -305,8 +306,8 @@ class PerReplica(DistributedValues):
             return None
         if split is not None and stacked.sharding != split:
             stacked = self.stacked_array(split)  # placed there once, and kept
-        pair = (PerReplica, stacked.shape, stacked.dtype, self._shapes), stacked
-        self._fast = (split, pair)
+        pair = LeafSpec(LeafKind.PER_REPLICA, stacked.shape, stacked.dtype, False, self._shapes), stacked
+        self._leaf = (split, pair)
         return pair
 
 
@@ -316,32 +317,32 @@ class Mirrored(DistributedValues):
     __slots__ = ()
 
     @classmethod
-    def from_replicated(cls, array: Any, num_replicas: int, fast_key: tuple[Any, ...] | None = None) -> Mirrored:
+    def from_replicated(cls, array: Any, num_replicas: int, spec: LeafSpec | None = None) -> Mirrored:
         """From one array replicated on every replica's device (or a tracer of one).
 
-        ``fast_key``: the value's ``fast_key_of`` when the caller knows it (a program's output,
-        the same for every call), kept so the next call that passes the value needs no key.
+        ``spec``: the value's ``LeafSpec`` when the caller knows it (a program's output: the same
+        for every call), kept so the next call that passes the value reads it without a look.
         """
         return cls.from_parts(num_replicas, None, array, None,  # type: ignore[no-any-return]
-                              (fast_key, array) if fast_key is not None else None)
+                              (spec, array) if spec is not None else None)
 
     @staticmethod
-    def fast_key_of(array: Any, num_replicas: int) -> tuple[Any, ...]:
-        """The fast-path key of a ``Mirrored`` holding the concrete replicated ``array``."""
-        return (Mirrored, array.shape, array.dtype, array.weak_type, num_replicas)
+    def spec_of(array: Any, num_replicas: int) -> LeafSpec:
+        """The ``LeafSpec`` of a ``Mirrored`` holding the concrete replicated ``array``."""
+        return LeafSpec(LeafKind.MIRRORED, array.shape, array.dtype, array.weak_type, None, num_replicas)
 
-    def fast_entry(self, split: Any) -> tuple[tuple[Any, ...], Any] | None:
-        """For the per-call fast path (``execution.entry.fast_key``): ``(key, replicated array)``,
-        or None when the value holds no concrete replicated array. The pair (key: type, shape,
-        dtype, weak type, number of replicas) is kept with the value."""
-        kept = self._fast
+    def leaf(self, split: Any) -> tuple[LeafSpec, Any] | None:
+        """The value as a program argument: its ``LeafSpec`` (``MIRRORED``: shape, dtype, weak type,
+        number of replicas) and its replicated array; None when it holds no concrete replicated
+        array. Kept with the value."""
+        kept = self._leaf
         if kept is not None:
             return kept
         value = self.replicated_array
         if type(value) is not ARRAY_IMPL:
             return None
-        pair = Mirrored.fast_key_of(value, self._num_replicas), value
-        self._fast = pair
+        pair = Mirrored.spec_of(value, self._num_replicas), value
+        self._leaf = pair
         return pair
 
     @property

@@ -17,7 +17,9 @@ the next trace, so a retrace does not create them twice.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import operator
 import threading
 from typing import Any
@@ -171,6 +173,17 @@ def value_writer(var: VariableState) -> Any:
     """``write(value)``: ``write_back([var], [value])`` outside every frame for a variable that
     has its first value (not ``awaits_first_value``), as one C call, for generated call code."""
     return functools.partial(setattr, var, "_value")
+
+
+def values_writer(variables: list[VariableState]) -> Any:
+    """``write(values)``: ``value_writer`` of each of ``variables`` in turn, in one C-level pass
+    (no Python frame per variable), for generated call code writing many variables."""
+    targets = tuple(variables)
+
+    def write(values: Any) -> None:
+        collections.deque(map(setattr, targets, itertools.repeat("_value"), values), maxlen=0)
+
+    return write
 
 
 def awaits_first_value(var: Any) -> bool:

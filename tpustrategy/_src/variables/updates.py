@@ -128,6 +128,22 @@ def _aggregate_traced(var: VariableState, local: jax.Array) -> jax.Array:
     return out
 
 
+def check_numeric(var: VariableState, method: str, value: Any) -> None:
+    """A value that is not numbers (a string, an object) is an error naming the variable, not JAX's."""
+    if isinstance(value, (jax.Array, jax.core.Tracer, int, float, bool, complex, np.number)) \
+            or np.dtype(var.dtype).kind not in "biufc":
+        return
+    try:
+        host = np.asarray(value)
+    except (ValueError, TypeError):
+        host = None
+    if host is None or host.dtype.kind in "OUSV":
+        raise TypeError(
+            f"Variable.{method}: variable {var.name!r} holds {np.dtype(var.dtype).name} numbers, but the "
+            f"value is not numeric. Received: {type(value).__name__} {value!r:.60}.\nFix: pass a number "
+            f"or an array of numbers of shape {tuple(var.shape)} (or one that broadcasts to it).")
+
+
 def combine(var: VariableState, method: str, current: jax.Array, value: Any) -> jax.Array:
     value = jnp.asarray(value)
     check_value(var, method, value, current.shape)
@@ -188,6 +204,8 @@ def write(var: VariableState, method: str, value: Any, read_value: bool, label: 
     if access.active():
         value = access.to_stored(value)
     value = _plain_value(var, value, in_replica=ctx is not None)
+    if not isinstance(value, DistributedValues):
+        check_numeric(var, label or method, value)
     if frame is not None and frame.level == "replica" and ctx is None and _in_merge_fn():
         frame.write(var, _merge_fn_update(var, method, value, frame, label))
     elif frame is not None and frame.level == "replica":
