@@ -13,7 +13,6 @@ them), the bound on programs in flight, the written values and the results as th
 
 from __future__ import annotations
 
-import itertools
 import operator
 import sys
 from collections.abc import Callable
@@ -62,7 +61,7 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
     pending, limit, settle = dispatch.tracker()
     w.consts.update(jitted=jitted, seen=seen, general=general, finish=finish, read=frames.value_reader(),
                     pending=pending, pending_append=pending.append, limit=limit, settle=settle,
-                    refs=sys.getrefcount, _is=operator.is_, _islice=itertools.islice,
+                    refs=sys.getrefcount,
                     _shard=operator.attrgetter(SHARDING_ATTRIBUTE))
     inputs = [f"a{i + 1}" for i in range(num_inputs)]
     lines = []
@@ -78,10 +77,10 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
                    for j, x in enumerate(values)]
     if checks:
         lines.append(f"    if {' or '.join(checks)}: return general(arrays)")
-    if batched:  # each value's sharding, by identity, in one C-level pass (a tracer has none)
+    if batched:  # the values' shardings against the seen ones in one C-level list comparison
+        # (identity first, as lists compare their items; a tracer has no sharding)
         lines += ["    try:",
-                  f"        if not all(map(_is, map(_shard, vals), _islice(seen, {num_inputs}, None))): "
-                  "return general(arrays)",
+                  f"        if list(map(_shard, vals)) != seen[{num_inputs}:]: return general(arrays)",
                   "    except AttributeError: return general(arrays)"]
     call_args = ", ".join(inputs + (["*vals"] if batched else values))
     if donating is not None:
@@ -103,8 +102,10 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
               "    pending_append(o)",
               "    if len(pending) > limit: settle()"]
     if len(written) > BATCH_VARIABLES and [i for _, i in written] == list(range(written[0][1], written[0][1] + len(written))):
-        first = written[0][1]
-        lines.append(f"    {w.const(frames.values_writer([v for v, _ in written]))}(outs[{first}:{first + len(written)}])")
+        first = written[0][1]  # one loop over the written variables (no Python call per variable)
+        targets = w.const(tuple(v for v, _ in written))
+        lines.append(f"    for var, value in zip({targets}, outs[{first}:{first + len(written)}]): "
+                     f"var.{frames.VALUE_SLOT} = value")
     else:
         lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
     lines.append(f"    return {body}")

@@ -17,9 +17,7 @@ the next trace, so a retrace does not create them twice.
 
 from __future__ import annotations
 
-import collections
 import functools
-import itertools
 import operator
 import threading
 from typing import Any
@@ -160,7 +158,9 @@ def global_values(variables: list[VariableState]) -> list[jax.Array]:
     return [global_value(v) for v in variables]
 
 
-_value_of = operator.attrgetter("_value")
+# Where a variable keeps its concrete value; generated call code reads and writes it by name.
+VALUE_SLOT = "_value"
+_value_of = operator.attrgetter(VALUE_SLOT)
 
 
 def value_reader() -> Any:
@@ -172,18 +172,7 @@ def value_reader() -> Any:
 def value_writer(var: VariableState) -> Any:
     """``write(value)``: ``write_back([var], [value])`` outside every frame for a variable that
     has its first value (not ``awaits_first_value``), as one C call, for generated call code."""
-    return functools.partial(setattr, var, "_value")
-
-
-def values_writer(variables: list[VariableState]) -> Any:
-    """``write(values)``: ``value_writer`` of each of ``variables`` in turn, in one C-level pass
-    (no Python frame per variable), for generated call code writing many variables."""
-    targets = tuple(variables)
-
-    def write(values: Any) -> None:
-        collections.deque(map(setattr, targets, itertools.repeat("_value"), values), maxlen=0)
-
-    return write
+    return functools.partial(setattr, var, VALUE_SLOT)
 
 
 def awaits_first_value(var: Any) -> bool:
