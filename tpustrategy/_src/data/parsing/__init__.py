@@ -1,0 +1,1 @@
+"""Example / SequenceExample: the protobuf wire format (`wire`, the one varint reader) and ``parse_*``."""
