@@ -1,1 +1,1 @@
-"""Example / SequenceExample: the protobuf wire format (`wire`, the one varint reader) and ``parse_*``."""
+"""Example parsing: the protobuf wire format (`wire`, the one varint reader) and ``parse_*``."""
