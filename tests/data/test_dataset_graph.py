@@ -173,7 +173,7 @@ def test_no_data_module_imports_jax():
     import ast
 
     root = pathlib.Path(tpsd.__file__).resolve().parents[1]
-    files = [*(root / "_src" / "data").glob("*.py"), *(root / "data").rglob("*.py")]
+    files = [*(root / "_src" / "data").rglob("*.py"), *(root / "data").rglob("*.py")]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
