@@ -117,7 +117,7 @@ KNOWN_PUBLIC_IMPORTS = {
 LOADS_BY_NAME = {
     "context/extensions.py": "SCOPE_EXTENSIONS: integrations joined to strategy.scope() (Keras)",
     "lazy.py": "the public packages' lazily loaded attributes, a table of module names",
-    "data/state_codec.py": "an iterator state names the class it restores",
+    "data/core/state_codec.py": "an iterator state names the class it restores",
     "execution/jaxpr_tools.py": "shim: JAX's collectives module by name (it moves between releases)",
     "keras/internals.py": "shim: Keras's private modules by name",
     "keras/patches.py": "shim: Keras's private modules by name",
@@ -126,7 +126,7 @@ LOADS_BY_NAME = {
 # Import circles between modules of one package, and why they stay.
 ALLOWED_CIRCLES = {
     "data": "the fluent API: Dataset's methods return the transformation classes, which are Datasets "
-            "(the field's shape; Grain has it too)",
+            "(the field's shape; Grain has it too) -- the only one: see FLUENT_MODULES below",
 }
 
 
@@ -326,3 +326,137 @@ def test_circles_inside_a_package_are_only_the_allowed_ones():
     assert not new, "import circles inside a package (break them, or allow one with its reason):\n" + "\n".join(
         f"{p}: {c}" for p, c in new.items())
     assert not set(ALLOWED_CIRCLES) - set(circles), f"broken: remove {sorted(set(ALLOWED_CIRCLES) - set(circles))}"
+
+
+# Inside ``data``: subpackages in layers, one declared circle -----------------------------------
+DATA = SRC / "data"
+
+# Lower first; a module of ``data`` imports only modules of its own subpackage or of earlier ones.
+DATA_LAYERS = ["core", "parallel", "transformations", "sources", "parsing"]
+
+# The one declared circle: `Dataset`'s fluent methods build the node of their transformation or
+# source, importing its module inside the method (every such module imports ``core.dataset``).
+# Imports inside functions of these modules may go anywhere in ``data``; nothing else may.
+FLUENT_MODULES = {"core/dataset.py", "core/dataset_more.py", "core/dataset_sources.py"}
+
+# Imports under ``if TYPE_CHECKING:`` (never run; annotations only) that close a circle.
+TYPING_ONLY_EDGES = {
+    ("core/iterator.py", "tpustrategy._src.data.core.dataset"),
+    ("core/dataset_more.py", "tpustrategy._src.data.core.dataset"),
+    ("core/dataset_sources.py", "tpustrategy._src.data.core.dataset"),
+}
+
+# Leaves that layers outside ``data`` import (the wire format: checkpoint/tf_format, devices).
+DATA_LEAVES = {"parsing/wire.py"}
+
+
+def _data_imports() -> list[tuple[str, str, int, str]]:
+    """``(module file under data/, imported data module, line, kind)``; kind: top, function, typing."""
+    modules = {".".join(p.relative_to(SRC.parent.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in DATA.rglob("*.py")}
+    found = []
+    for path in sorted(DATA.rglob("*.py")):
+        rel = str(path.relative_to(DATA))
+        tree = ast.parse(path.read_text())
+        kinds: dict[int, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    kinds.setdefault(id(inner), "function")
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                for inner in ast.walk(node):
+                    kinds.setdefault(id(inner), "typing")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [f"{node.module}.{a.name}" for a in node.names]
+                targets = [t if t in modules else node.module for t in targets]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in dict.fromkeys(targets):
+                if target in modules:
+                    found.append((rel, target, node.lineno, kinds.get(id(node), "top")))
+    return found
+
+
+def _subpackage(module: str) -> str:
+    parts = module.split(".")  # tpustrategy._src.data.<sub>.<module>
+    return parts[3] if len(parts) > 4 else ""
+
+
+def test_data_modules_live_in_the_declared_subpackages():
+    loose = [str(p.relative_to(DATA)) for p in DATA.glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"modules at data/'s top level (put each in one of {DATA_LAYERS}): {loose}"
+    subs = {p.name for p in DATA.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert subs == set(DATA_LAYERS), f"data/'s subpackages {sorted(subs)} differ from DATA_LAYERS {DATA_LAYERS}"
+
+
+def test_data_subpackages_import_only_their_own_or_lower_layers():
+    upward = []
+    for rel, target, line, kind in _data_imports():
+        me = rel.split("/")[0]
+        fluent = rel in FLUENT_MODULES and kind == "function"
+        if _subpackage(target) and DATA_LAYERS.index(_subpackage(target)) > DATA_LAYERS.index(me) and not fluent:
+            upward.append(f"data/{rel}:{line} -> {target} ({kind})")
+    assert not upward, "data imports that go up its layers " + str(DATA_LAYERS) + ":\n" + "\n".join(upward)
+
+
+def test_data_leaves_import_nothing_of_ours():
+    for rel in DATA_LEAVES:
+        tree = ast.parse((DATA / rel).read_text())
+        ours = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                and "tpustrategy" in ast.unparse(n)]
+        assert not ours, f"data/{rel} is imported from outside data and must stay a leaf: {ours}"
+
+
+def test_data_has_no_circle_but_the_fluent_methods():
+    """Without the fluent methods' in-method imports and the declared typing-only imports, the
+    modules of ``data`` form a DAG; both declarations are exact (each typing edge exists)."""
+    edges = _data_imports()
+    typing_seen = {(rel, target) for rel, target, _, kind in edges if kind == "typing"}
+    assert not TYPING_ONLY_EDGES - typing_seen, f"gone: remove {sorted(TYPING_ONLY_EDGES - typing_seen)}"
+    graph: dict[str, set[str]] = {}
+    for rel, target, _, kind in edges:
+        me = "tpustrategy._src.data." + rel.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        if kind == "function" and rel in FLUENT_MODULES:
+            continue
+        if (rel, target) in TYPING_ONLY_EDGES:
+            continue
+        if target != me:
+            graph.setdefault(me, set()).add(target)
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return path[path.index(w):] + [w]
+            if w not in state and (found := visit(w)):
+                return found
+        path.pop()
+        state[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if v not in state and (circle := visit(v)):
+            raise AssertionError("an import circle in data outside the fluent methods:\n  " + " -> ".join(circle))
+
+
+def test_the_map_of_data_modules_before_the_subpackages_is_exact():
+    """``core.module_paths.MOVED`` keeps old iterator states and snapshot fingerprints valid: each flat
+    name maps to a module that exists, and every module of data is either mapped or new since."""
+    from tpustrategy._src.data.core import module_paths
+
+    now = {".".join(p.relative_to(DATA).with_suffix("").parts) for p in DATA.rglob("*.py") if p.name != "__init__.py"}
+    missing = sorted(set(module_paths.MOVED.values()) - now)
+    assert not missing, f"MOVED names modules that are gone: {missing}"
+    new_since = {"core.module_paths", "parsing.wire", "transformations.dummy_element"}
+    unmapped = sorted(now - set(module_paths.MOVED.values()) - new_since)
+    assert not unmapped, f"data modules neither in MOVED nor new since the split: {unmapped}"
+    for old, new in module_paths.MOVED.items():
+        path = f"tpustrategy._src.data.{new}"
+        assert module_paths.stable_module(path) == f"tpustrategy._src.data.{old}"
+        assert module_paths.current_module(f"tpustrategy._src.data.{old}") == path

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.writer import TFRecordWriter
+from tpustrategy._src.data.sources.writer import TFRecordWriter
 from tpustrategy.testing import assert_iterator_checkpointing
 
 Dataset = tpsd.Dataset
@@ -177,7 +177,7 @@ def test_the_checkpointing_helper_reports_a_pipeline_that_does_not_resume():
             super().__init__(())
 
         def _make_iterator(self, ctx):
-            from tpustrategy._src.data.iterator import NodeIterator
+            from tpustrategy._src.data.core.iterator import NodeIterator
 
             class It(NodeIterator):
                 i = 0

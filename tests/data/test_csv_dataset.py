@@ -118,7 +118,7 @@ def test_good_records_before_a_bad_one_are_produced_first(files):
 
 
 def test_ignore_errors_skips_bad_records_and_goes_on(files):
-    pytest.importorskip("tpustrategy._src.data.ignore_errors")
+    pytest.importorskip("tpustrategy._src.data.transformations.ignore_errors")
     names = files([['1,"2"3",4', '1,"2"3",4",5,5', 'a,b,"c"d"', "e,f,g"]])
     assert rows(CsvDataset(names, record_defaults=[[""]] * 3).ignore_errors()) == [(b"e", b"f", b"g")]
     names = files([['1,2"3,4', 'a,b,c"d', '9,8"7,6,5', "e,f,g"]])

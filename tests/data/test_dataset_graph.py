@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.batch import BatchDataset
-from tpustrategy._src.data.graph import find_readers, rewrite, walk
-from tpustrategy._src.data.shard import ShardDataset
+from tpustrategy._src.data.core.graph import find_readers, rewrite, walk
+from tpustrategy._src.data.transformations.batch import BatchDataset
+from tpustrategy._src.data.transformations.shard import ShardDataset
 
 Dataset = tpsd.Dataset
 INF = tpsd.INFINITE_CARDINALITY
@@ -129,7 +129,7 @@ def test_replace_changes_a_parameter_on_a_copy():
 
 
 def test_rewrite_inserts_a_file_shard_above_the_reader_file_names(tmp_path):
-    from tpustrategy._src.data.writer import TFRecordWriter
+    from tpustrategy._src.data.sources.writer import TFRecordWriter
 
     paths = []
     for i in range(4):
@@ -173,7 +173,7 @@ def test_no_data_module_imports_jax():
     import ast
 
     root = pathlib.Path(tpsd.__file__).resolve().parents[1]
-    files = [*(root / "_src" / "data").glob("*.py"), *(root / "data").rglob("*.py")]
+    files = [*(root / "_src" / "data").rglob("*.py"), *(root / "data").rglob("*.py")]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []

@@ -7,8 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpustrategy._src.data import _example_layout
-from tpustrategy._src.data.example_proto import (
+from tpustrategy._src.data.parsing import _example_layout
+from tpustrategy._src.data.parsing.example import (
+    FixedLenFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
+from tpustrategy._src.data.parsing.example_proto import (
     BytesList,
     Example,
     Feature,
@@ -19,12 +25,6 @@ from tpustrategy._src.data.example_proto import (
     float_feature,
     int64_feature,
     make_example,
-)
-from tpustrategy._src.data.parsing import (
-    FixedLenFeature,
-    VarLenFeature,
-    parse_example,
-    parse_single_example,
 )
 
 

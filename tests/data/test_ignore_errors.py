@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data import ignore_errors as ignore_errors_module
+from tpustrategy._src.data.transformations import ignore_errors as ignore_errors_module
 from tpustrategy.testing import assert_iterator_checkpointing
 
 Dataset = tpsd.Dataset

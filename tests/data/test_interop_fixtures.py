@@ -14,7 +14,13 @@ import zlib
 import numpy as np
 import pytest
 
-from tpustrategy._src.data.example_proto import (
+from tpustrategy._src.data.parsing.example import (
+    FixedLenFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
+from tpustrategy._src.data.parsing.example_proto import (
     BytesList,
     Example,
     Feature,
@@ -22,18 +28,12 @@ from tpustrategy._src.data.example_proto import (
     FloatList,
     Int64List,
 )
-from tpustrategy._src.data.parsing import (
-    FixedLenFeature,
-    VarLenFeature,
-    parse_example,
-    parse_single_example,
-)
-from tpustrategy._src.data.record_io import (
+from tpustrategy._src.data.sources.record_io import (
     read_fixed_length_chunks,
     read_text_line_chunks,
     read_tfrecord_chunks,
 )
-from tpustrategy._src.data.writer import TFRecordWriter
+from tpustrategy._src.data.sources.writer import TFRecordWriter
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 with open(os.path.join(FIXTURES, "manifest.json")) as _f:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.parallel import resolve_parallelism
+from tpustrategy._src.data.parallel.threads import resolve_parallelism
 
 X = tpsd.experimental
 REFS = json.loads((pathlib.Path(__file__).parent / "fixtures" / "data_source_references.json").read_text())

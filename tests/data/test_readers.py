@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.writer import TFRecordWriter
+from tpustrategy._src.data.sources.writer import TFRecordWriter
 from tpustrategy.errors import DataLossError
 
 Dataset = tpsd.Dataset
@@ -202,7 +202,7 @@ def test_an_empty_file_list_is_an_empty_dataset():
 
 
 def test_reading_records_then_parsing_examples(tmp_path):
-    from tpustrategy._src.data.example_proto import make_example
+    from tpustrategy._src.data.parsing.example_proto import make_example
 
     path = write_tfrecords(
         tmp_path / "ex.tfrecord",

@@ -13,18 +13,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tpustrategy._src.data import record_io
-from tpustrategy._src.data.record_io import (
+from tpustrategy._src.data.sources import record_io
+from tpustrategy._src.data.sources.record_io import (
     read_fixed_length_chunks,
     read_text_line_chunks,
     read_tfrecord_chunks,
 )
-from tpustrategy._src.data.writer import TFRecordWriter
+from tpustrategy._src.data.sources.writer import TFRecordWriter
 from tpustrategy._src.errors import DataLossError
 
 
 def _masked(data: bytes) -> int:
-    # Written out independently of tpustrategy._src.data._crc on purpose.
+    # Written out independently of tpustrategy._src.data.sources._crc on purpose.
     crc = int.from_bytes(google_crc32c.Checksum(data).digest(), "big")
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 

@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from tpustrategy._src.data.record_io import read_tfrecord_chunks
-from tpustrategy._src.data.writer import TFRecordWriter
+from tpustrategy._src.data.sources.record_io import read_tfrecord_chunks
+from tpustrategy._src.data.sources.writer import TFRecordWriter
 
 
 def _read(path, compression_type=None):

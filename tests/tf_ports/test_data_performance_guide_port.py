@@ -89,7 +89,7 @@ def test_interleave_sequential_and_parallel():
 
 
 def test_interleave_default_cycle_length_follows_tensorflow(monkeypatch):
-    from tpustrategy._src.data import interleave
+    from tpustrategy._src.data.transformations import interleave
 
     monkeypatch.setattr(interleave, "cpu_count", lambda: REF["host_cpus"])
     f = lambda i: tpsd.Dataset.from_tensor_slices([i] * 3)  # noqa: E731

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.data.structure import element_equal
+from tpustrategy._src.data.core.structure import element_equal
 
 
 def _describe(x: Any) -> str:

@@ -20,15 +20,15 @@ from tpustrategy._src.checkpoint.tf_format.object_graph import CheckpointView as
 from tpustrategy._src.checkpoint.watch import checkpoints_iterator as checkpoints_iterator
 from tpustrategy._src.checkpoint.watch import get_checkpoint_state as get_checkpoint_state
 from tpustrategy._src.cluster.cluster_spec import ClusterSpec as ClusterSpec
-from tpustrategy._src.data.example_proto import BytesList as BytesList
-from tpustrategy._src.data.example_proto import Example as Example
-from tpustrategy._src.data.example_proto import Feature as Feature
-from tpustrategy._src.data.example_proto import FeatureList as FeatureList
-from tpustrategy._src.data.example_proto import FeatureLists as FeatureLists
-from tpustrategy._src.data.example_proto import Features as Features
-from tpustrategy._src.data.example_proto import FloatList as FloatList
-from tpustrategy._src.data.example_proto import Int64List as Int64List
-from tpustrategy._src.data.example_proto import SequenceExample as SequenceExample
+from tpustrategy._src.data.parsing.example_proto import BytesList as BytesList
+from tpustrategy._src.data.parsing.example_proto import Example as Example
+from tpustrategy._src.data.parsing.example_proto import Feature as Feature
+from tpustrategy._src.data.parsing.example_proto import FeatureList as FeatureList
+from tpustrategy._src.data.parsing.example_proto import FeatureLists as FeatureLists
+from tpustrategy._src.data.parsing.example_proto import Features as Features
+from tpustrategy._src.data.parsing.example_proto import FloatList as FloatList
+from tpustrategy._src.data.parsing.example_proto import Int64List as Int64List
+from tpustrategy._src.data.parsing.example_proto import SequenceExample as SequenceExample
 from tpustrategy._src.not_provided import not_provided as _not_provided
 
 experimental = _not_provided("tf.train.experimental")

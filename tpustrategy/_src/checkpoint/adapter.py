@@ -60,7 +60,7 @@ def is_iterator(x: Any) -> bool:
 
 
 def is_dataset(x: Any) -> bool:
-    from tpustrategy._src.data.dataset import Dataset
+    from tpustrategy._src.data.core.dataset import Dataset
 
     if isinstance(x, Dataset):
         return True
@@ -216,7 +216,7 @@ def describe_iterator(it: Any) -> dict[str, Any]:
     input (one process, or auto-shard DATA): its position is the same on all
     processes and can be restored onto any process count.
     """
-    from tpustrategy._src.data.iterator import DatasetIterator
+    from tpustrategy._src.data.core.iterator import DatasetIterator
     from tpustrategy._src.input import interfaces
     from tpustrategy._src.input.distributed import DistributedIterator
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tpustrategy._src.data.parsing.wire import WireError, read_varint, varint
+
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 
@@ -29,23 +31,6 @@ class TopologyFields(NamedTuple):
     device_coordinates: list[int]
 
 
-class _Malformed(ValueError):
-    pass
-
-
-def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise _Malformed(f"a varint runs past the end of the message at byte {i}")
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, i
-        shift += 7
-
-
 def _int32(raw: int) -> int:
     # int32 values are sign-extended to 64 bits on the wire.
     raw &= 0xFFFFFFFF
@@ -53,13 +38,7 @@ def _int32(raw: int) -> int:
 
 
 def _write_varint(value: int, out: bytearray) -> None:
-    value &= (1 << 64) - 1  # negative int32s travel as ten-byte varints
-    while True:
-        if value < 0x80:
-            out.append(value)
-            return
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
+    out += varint(value)  # negative int32s travel as ten-byte varints
 
 
 def parse(serialized: bytes) -> TopologyFields:
@@ -73,34 +52,34 @@ def parse(serialized: bytes) -> TopologyFields:
     scalars = {2: 0, 3: 0}
     i = 0
     while i < len(buf):
-        key, i = _read_varint(buf, i)
+        key, i = read_varint(buf, i)
         field, wire = key >> 3, key & 7
         if wire == _VARINT:
-            value, i = _read_varint(buf, i)
+            value, i = read_varint(buf, i)
             if field in repeated:
                 repeated[field].append(_int32(value))
             elif field in scalars:
                 scalars[field] = _int32(value)
         elif wire == _LEN:
-            length, i = _read_varint(buf, i)
+            length, i = read_varint(buf, i)
             end = i + length
             if end > len(buf):
-                raise _Malformed(f"field {field} claims {length} bytes but the message ends first")
+                raise WireError(f"field {field} claims {length} bytes but the message ends first")
             if field in repeated:  # a packed run of varints
                 while i < end:
-                    value, i = _read_varint(buf, i)
+                    value, i = read_varint(buf, i)
                     repeated[field].append(_int32(value))
                 if i != end:
-                    raise _Malformed(f"packed field {field} overruns its length")
+                    raise WireError(f"packed field {field} overruns its length")
             i = end
         elif wire == _I64:
             i += 8
         elif wire == _I32:
             i += 4
         else:
-            raise _Malformed(f"unsupported wire type {wire} for field {field}")
+            raise WireError(f"unsupported wire type {wire} for field {field}")
         if i > len(buf):
-            raise _Malformed("a fixed-width field runs past the end of the message")
+            raise WireError("a fixed-width field runs past the end of the message")
     return TopologyFields(repeated[1], scalars[2], scalars[3], repeated[4])
 
 

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpustrategy._src.data.options import SHARD_HINT, AutoShardPolicy
+from tpustrategy._src.data.core.options import SHARD_HINT, AutoShardPolicy
 from tpustrategy._src.input import split
 
 _PASS_THROUGH = {
@@ -94,7 +94,7 @@ def find_batch(dataset: Any) -> Any:
 
 def _resize_batch(dataset: Any, batch_node: Any, new_size: int) -> Any:
     """A copy of the graph where ``batch_node`` batches ``new_size`` examples."""
-    from tpustrategy._src.data.graph import rewrite
+    from tpustrategy._src.data.core.graph import rewrite
 
     resized = batch_node._replace(batch_size=new_size)
     return rewrite(dataset, lambda node: resized if node is batch_node else None)
@@ -130,7 +130,7 @@ def _shard_file_list(files: Any, w: int, i: int, where: str, changes: list[str])
 
 
 def _fn_makes_reader(node: Any) -> bool:
-    from tpustrategy._src.data.graph import walk
+    from tpustrategy._src.data.core.graph import walk
 
     files = node.inputs[0]
     try:

@@ -274,7 +274,7 @@ class DistributedDataset(interfaces.DistributedDataset):
 
     def __init__(self, strategy: Any, dataset: Any, options: Any = None, *,
                  input_pipeline: tuple[int, int] | None = None):
-        from tpustrategy._src.data.dataset import Dataset
+        from tpustrategy._src.data.core.dataset import Dataset
 
         options = check_options(options)
         if options.experimental_replication_mode is InputReplicationMode.PER_REPLICA:
@@ -366,7 +366,7 @@ class DistributedDataset(interfaces.DistributedDataset):
     @property
     def element_spec(self) -> Any:
         """Per-replica specs: a ``PerReplica`` of ``TensorSpec`` per leaf (a plain spec with one replica)."""
-        from tpustrategy._src.data.structure import TensorSpec
+        from tpustrategy._src.data.core.structure import TensorSpec
 
         spec = self._plan.dataset.element_spec
         g = self._plan.global_batch

@@ -27,7 +27,7 @@ class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
 
     def __init__(self, strategy: contracts.StrategyContract, dataset_fn: Any, options: Any = None, *,
                  input_pipeline: tuple[int, int] | None = None):
-        from tpustrategy._src.data.dataset import Dataset
+        from tpustrategy._src.data.core.dataset import Dataset
 
         options = check_options(options)
         n = strategy.num_replicas_in_sync
@@ -67,7 +67,7 @@ class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
 
     @property
     def element_spec(self) -> Any:
-        from tpustrategy._src.data.structure import TensorSpec
+        from tpustrategy._src.data.core.structure import TensorSpec
         from tpustrategy._src.values.distributed import PerReplica
 
         spec = self._datasets[0].element_spec

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.data.structure import flatten_with_paths
+from tpustrategy._src.data.core.structure import flatten_with_paths
 
 
 def piece_sizes(b: int, r: int) -> list[int]:

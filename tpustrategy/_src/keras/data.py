@@ -37,7 +37,7 @@ def is_distributed_dataset(x: Any) -> bool:
 
 
 def is_tps_dataset(x: Any) -> bool:
-    from tpustrategy._src.data.dataset import Dataset
+    from tpustrategy._src.data.core.dataset import Dataset
 
     return isinstance(x, Dataset) or is_distributed_dataset(x)
 

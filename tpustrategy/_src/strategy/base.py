@@ -336,7 +336,7 @@ class Strategy:
 
     def experimental_make_numpy_dataset(self, numpy_input: Any) -> Any:
         """A dataset of the rows of (nested) NumPy arrays; the arrays are sliced, not copied."""
-        from tpustrategy._src.data.from_tensors import TensorSliceDataset
+        from tpustrategy._src.data.sources.from_tensors import TensorSliceDataset
 
         stack.require_cross_replica_or_default(self, "experimental_make_numpy_dataset")
         if isinstance(numpy_input, list) and all(isinstance(x, np.ndarray) for x in numpy_input):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from tpustrategy._src.checkpoint.tf_format import sstable, wire
-from tpustrategy._src.data._crc import crc32c, mask
+from tpustrategy._src.data.sources._crc import crc32c, mask
 from tpustrategy._src.errors import DataLossError, NotFoundError, UnimplementedError
 
 HEADER_KEY = b""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 
 from tpustrategy._src.checkpoint.tf_format.wire import WireError, read_varint, varint
-from tpustrategy._src.data._crc import crc32c, mask
+from tpustrategy._src.data.sources._crc import crc32c, mask
 
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48

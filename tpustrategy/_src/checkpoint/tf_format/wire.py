@@ -14,26 +14,11 @@ import dataclasses
 import struct
 from collections.abc import Iterator
 
-
-class WireError(ValueError):
-    """Bytes that are not a valid message."""
+# The one varint reader / writer (and its error) of the library; re-exported for sstable / bundle.
+from tpustrategy._src.data.parsing.wire import WireError, read_varint, varint
 
 
 # Primitive reading --------------------------------------------------------------------------
-def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """The varint at ``data[pos:]`` and the position after it."""
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise WireError("truncated or overlong varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
 def fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     """``(field number, wire type, value)`` of every field of a message, in order."""
     pos = 0
@@ -74,18 +59,6 @@ def _signed32(value: int) -> int:
 
 
 # Primitive writing --------------------------------------------------------------------------
-def varint(value: int) -> bytes:
-    """The varint encoding of ``value`` (negative numbers as 10-byte two's complement)."""
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _tag(number: int, wire_type: int) -> bytes:
     return varint(number << 3 | wire_type)
 

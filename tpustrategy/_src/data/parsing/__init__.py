@@ -1,0 +1,1 @@
+"""Example parsing: the protobuf wire format (`wire`, the one varint reader) and ``parse_*``."""

@@ -1,0 +1,384 @@
+"""Parsing serialized ``tf.train.Example`` records into dicts of NumPy arrays.
+
+``parse_example(batch, features)`` and ``parse_single_example(serialized,
+features)`` follow ``tf.io.parse_example`` semantics with NumPy results:
+
+* ``FixedLenFeature(shape, dtype, default_value)``: an array of ``shape`` per
+  example (``[batch] + shape`` for a batch); strings as object arrays of
+  ``bytes``. A missing feature (or one whose ``Feature`` has no kind set) takes
+  the default, or is an error when there is none.
+* ``VarLenFeature(dtype)``: a 1-D array of one example's values; for a batch
+  the pair ``(values, row_lengths)``.
+
+Two ways to the same result: when every serialized example in a batch has the
+same length and the same bytes outside the requested numeric payloads (the
+usual case for fixed-size numeric features), the batch is decoded with a few
+NumPy operations over one byte matrix (:mod:`._example_layout`); otherwise
+each example is parsed by protobuf. Both give identical results; the second
+also produces every error message.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from tpustrategy._src.data.parsing import _example_layout
+from tpustrategy._src.data.parsing.example_proto import Example
+
+_INT64 = np.dtype(np.int64)
+_FLOAT32 = np.dtype(np.float32)
+_STRING = np.dtype(object)
+_KIND_OF = {_INT64: "int64_list", _FLOAT32: "float_list", _STRING: "bytes_list"}
+_NAME_OF = {_INT64: "int64", _FLOAT32: "float32", _STRING: "string"}
+_STRING_ALIASES = ("string", "str", "bytes", "object")
+
+
+def canonical_dtype(dtype: object, *, api: str) -> np.dtype:
+    """Returns int64, float32 or object (for strings) for an accepted dtype spelling.
+
+    Accepted: the names "int64", "float32", "string"; ``np.int64``,
+    ``np.float32``, ``bytes``, ``str``, ``object`` and their NumPy dtypes; and
+    any object whose ``.name`` is one of the names (such as ``tf.int64``).
+    """
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str | np.dtype) else None
+    if isinstance(name, str) and name in ("int64", "float32", "string"):
+        dtype = name
+    if isinstance(dtype, str) and dtype in _STRING_ALIASES:
+        return _STRING
+    if dtype in (bytes, str, object, np.bytes_, np.str_, np.object_):
+        return _STRING
+    try:
+        np_dtype = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        np_dtype = None
+    if np_dtype in (_INT64, _FLOAT32):
+        return np_dtype
+    if np_dtype is not None and np_dtype.kind in "OSU":
+        return _STRING
+    raise ValueError(
+        f"{api}: dtype must be int64, float32 or string (the kinds a tf.train.Example "
+        f"stores). Received: dtype={dtype!r}.\nFix: pass 'int64', 'float32' or 'string' "
+        "(or np.int64, np.float32, bytes); cast the parsed array afterwards if you need "
+        "another dtype."
+    )
+
+
+@dataclass(frozen=True)
+class FixedLenFeature:
+    """A feature with a fixed number of values per example (``tf.io.FixedLenFeature``).
+
+    Args:
+      shape: the shape of one example's value; ``[]`` for a scalar.
+      dtype: "int64", "float32" or "string" (or a NumPy equivalent).
+      default_value: used when an example lacks the feature; ``None`` makes the
+        feature required. Either ``prod(shape)`` values (reshaped to ``shape``)
+        or a single value, which is broadcast (TensorFlow accepts only the
+        former).
+    """
+
+    shape: Sequence[int]
+    dtype: Any
+    default_value: Any = field(default=None, compare=False)
+    _default: np.ndarray | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        api = "FixedLenFeature"
+        shape = self.shape
+        if isinstance(shape, int | np.integer):
+            shape = (int(shape),)
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            dims = None
+        if dims is None or not all(
+            isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+        ):
+            raise ValueError(
+                f"{api}: shape must be a list of non-negative ints, e.g. [] for a scalar "
+                f"or [64]. Received: shape={self.shape!r}.\nFix: give every dimension; "
+                "for a variable number of values use VarLenFeature(dtype)."
+            )
+        dims = tuple(int(d) for d in dims)
+        object.__setattr__(self, "shape", dims)
+        dtype = canonical_dtype(self.dtype, api=api)
+        object.__setattr__(self, "dtype", dtype)
+        if self.default_value is not None:
+            object.__setattr__(self, "_default", self._make_default(dims, dtype))
+
+    def _make_default(self, dims: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        value = self.default_value
+        if dtype == _STRING:
+            flat = np.asarray(value, dtype=object).reshape(-1)
+            flat = np.array([v.encode() if isinstance(v, str) else v for v in flat] or [], object)
+            bad = [v for v in flat if not isinstance(v, bytes)]
+            if bad:
+                raise ValueError(
+                    f"FixedLenFeature: default_value for a string feature must be bytes or "
+                    f"str. Received: {value!r}."
+                )
+        else:
+            try:
+                flat = np.asarray(value, dtype=dtype).reshape(-1)
+            except (TypeError, ValueError) as e:
+                raise ValueError(
+                    f"FixedLenFeature: default_value {value!r} cannot be converted to "
+                    f"{_NAME_OF[dtype]} ({e})."
+                ) from None
+        size = int(np.prod(dims))
+        if flat.size == size:
+            out = flat.reshape(dims)
+        elif flat.size == 1:
+            out = np.full(dims, flat[0], dtype=dtype)
+        else:
+            raise ValueError(
+                f"FixedLenFeature: default_value has {flat.size} values but shape {list(dims)} "
+                f"needs {size}. Received: default_value={value!r}.\nFix: give exactly "
+                f"{size} values (they are reshaped to the shape) or a single value "
+                "(broadcast)."
+            )
+        out.setflags(write=False)
+        return out
+
+
+@dataclass(frozen=True)
+class VarLenFeature:
+    """A feature with any number of values per example (``tf.io.VarLenFeature``).
+
+    Args:
+      dtype: "int64", "float32" or "string" (or a NumPy equivalent).
+    """
+
+    dtype: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype, api="VarLenFeature"))
+
+
+Spec = FixedLenFeature | VarLenFeature
+
+
+def _check_features(api: str, features: object) -> dict[str, Spec]:
+    if not isinstance(features, Mapping) or not features:
+        raise ValueError(
+            f"{api}: features must be a non-empty dict of name -> FixedLenFeature or "
+            f"VarLenFeature. Received: {features!r:.200}."
+        )
+    out: dict[str, Spec] = {}
+    for key, spec in features.items():
+        if not isinstance(spec, FixedLenFeature | VarLenFeature):
+            raise TypeError(
+                f"{api}: features[{key!r}] must be a FixedLenFeature or VarLenFeature. "
+                f"Received: {spec!r:.200} of type {type(spec).__name__}.\nFix: e.g. "
+                "FixedLenFeature([], 'int64') or VarLenFeature('float32')."
+            )
+        if not isinstance(key, str):
+            raise TypeError(f"{api}: feature names must be str. Received: {key!r}.")
+        out[key] = spec
+    return out
+
+
+def _as_batch(api: str, serialized: object) -> list[bytes]:
+    if isinstance(serialized, np.ndarray):
+        if serialized.ndim != 1:
+            raise ValueError(
+                f"{api}: serialized must be a 1-D batch of serialized Examples. Received: "
+                f"an array of shape {serialized.shape}.\nFix: reshape it to 1-D, or use "
+                "parse_single_example for one record."
+            )
+        serialized = serialized.tolist()
+    if isinstance(serialized, bytes | str):
+        raise TypeError(
+            f"{api}: serialized must be a batch (list or 1-D array) of serialized "
+            "Examples, not one bytes object.\nFix: use parse_single_example(serialized, "
+            "features) for one record, or pass [serialized]."
+        )
+    batch = list(serialized)  # type: ignore[call-overload]
+    for i, b in enumerate(batch):
+        if type(b) is not bytes:
+            if isinstance(b, bytes | bytearray | memoryview):
+                batch[i] = bytes(b)
+            else:
+                raise TypeError(
+                    f"{api}: serialized[{i}] must be bytes (a serialized Example). "
+                    f"Received: {type(b).__name__}."
+                )
+    return batch
+
+
+def _decode(api: str, batch: list[bytes]) -> list[Any]:
+    out = []
+    for i, b in enumerate(batch):
+        try:
+            out.append(Example.FromString(b))
+        except DecodeError as e:
+            raise ValueError(
+                f"{api}: serialized[{i}] is not a valid serialized tf.train.Example "
+                f"({len(b)} bytes; protobuf says: {e}).\nFix: check that the records are "
+                "Examples (not raw tensors or SequenceExamples) and that the file was "
+                "read with the right compression_type."
+            ) from None
+    return out
+
+
+def _type_error(api: str, key: str, index: int, kind: str, dtype: np.dtype) -> ValueError:
+    return ValueError(
+        f"{api}: feature {key!r} of example {index} is stored as {kind} but was requested "
+        f"as {_NAME_OF[dtype]} (it would be read from {_KIND_OF[dtype]}).\nFix: request "
+        f"dtype={_KIND_NAMES[kind]!r} for {key!r}, or write the feature with "
+        f"{_KIND_OF[dtype]}."
+    )
+
+
+_KIND_NAMES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "string"}
+
+
+def _values(api: str, examples: list[Any], key: str, dtype: np.dtype) -> list[Any]:
+    """Per example: the feature's value container, or None if it is missing."""
+    want = _KIND_OF[dtype]
+    out: list[Any] = []
+    for i, ex in enumerate(examples):
+        fmap = ex.features.feature
+        if key not in fmap:
+            out.append(None)
+            continue
+        feat = fmap[key]
+        kind = feat.WhichOneof("kind")
+        if kind is None:
+            out.append(None)
+        elif kind != want:
+            raise _type_error(api, key, i, kind, dtype)
+        else:
+            out.append(getattr(feat, kind).value)
+    return out
+
+
+def _object_array(flat: list[bytes], shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.empty(len(flat), dtype=object)
+    arr[:] = flat
+    return arr.reshape(shape)
+
+
+def _parse_fixed(api: str, examples: list[Any], key: str, spec: FixedLenFeature) -> np.ndarray:
+    size = int(np.prod(spec.shape))
+    rows = _values(api, examples, key, spec.dtype)
+    default = None if spec._default is None else spec._default.reshape(-1).tolist()
+    for i, row in enumerate(rows):
+        if row is None:
+            if default is None:
+                raise ValueError(
+                    f"{api}: required feature {key!r} (dtype {_NAME_OF[spec.dtype]}, shape "
+                    f"{list(spec.shape)}) is missing from example {i}.\nFix: give "
+                    f"FixedLenFeature a default_value for {key!r}, use VarLenFeature to "
+                    "allow missing values, or check the feature name."
+                )
+            rows[i] = default
+        elif len(row) != size:
+            raise ValueError(
+                f"{api}: feature {key!r} of example {i} has {len(row)} values, but "
+                f"FixedLenFeature shape {list(spec.shape)} needs exactly {size}.\nFix: "
+                f"correct the shape, or use VarLenFeature({_NAME_OF[spec.dtype]!r}) for a "
+                "variable number of values."
+            )
+    shape = (len(rows), *spec.shape)
+    if spec.dtype == _STRING:
+        return _object_array(list(itertools.chain.from_iterable(rows)), shape)
+    if size == 1:
+        return np.fromiter((r[0] for r in rows), dtype=spec.dtype, count=len(rows)).reshape(shape)
+    flat = np.fromiter(
+        itertools.chain.from_iterable(rows), dtype=spec.dtype, count=len(rows) * size
+    )
+    return flat.reshape(shape)
+
+
+def _parse_var(
+    api: str, examples: list[Any], key: str, spec: VarLenFeature
+) -> tuple[np.ndarray, np.ndarray]:
+    rows = [() if r is None else r for r in _values(api, examples, key, spec.dtype)]
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    total = int(lengths.sum())
+    flat = itertools.chain.from_iterable(rows)
+    if spec.dtype == _STRING:
+        return _object_array(list(flat), (total,)), lengths
+    return np.fromiter(flat, dtype=spec.dtype, count=total), lengths
+
+
+def _parse(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
+    fast = _example_layout.parse_uniform_batch(batch, specs)
+    if fast is not None:
+        return fast
+    examples = _decode(api, batch)
+    out: dict[str, Any] = {}
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenFeature):
+            out[key] = _parse_fixed(api, examples, key, spec)
+        else:
+            out[key] = _parse_var(api, examples, key, spec)
+    return out
+
+
+def parse_example(
+    serialized: Sequence[bytes] | np.ndarray, features: Mapping[str, Spec]
+) -> dict[str, Any]:
+    """Parses a batch of serialized ``tf.train.Example`` records.
+
+    Args:
+      serialized: a list or 1-D object array of ``bytes``.
+      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+
+    Returns:
+      A dict, in the order of ``features``: a FixedLen feature gives an array of
+      shape ``[batch] + shape``; a VarLen feature gives ``(values,
+      row_lengths)`` (``values`` 1-D, ``row_lengths`` int64 of length batch).
+      Strings are object arrays of ``bytes``.
+
+    Raises:
+      ValueError: a record is not an Example; a required feature is missing; a
+        feature is stored with another kind than requested; a FixedLen feature
+        has the wrong number of values. Messages name the key and the example
+        index.
+
+    Example:
+      >>> parse_example(batch, {"x": FixedLenFeature([64], "float32"),
+      ...                       "label": FixedLenFeature([], "int64")})
+      {'x': array(..., shape=(1024, 64)), 'label': array(..., shape=(1024,))}
+    """
+    api = "parse_example"
+    specs = _check_features(api, features)
+    return _parse(api, _as_batch(api, serialized), specs)
+
+
+def parse_single_example(
+    serialized: bytes | np.ndarray, features: Mapping[str, Spec]
+) -> dict[str, Any]:
+    """Parses one serialized ``tf.train.Example``.
+
+    Args:
+      serialized: the record (``bytes``; a 0-d object array is accepted).
+      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+
+    Returns:
+      A dict: a FixedLen feature gives an array of its ``shape`` (a NumPy scalar
+      array for shape ``[]``); a VarLen feature a 1-D array of its values.
+
+    Raises:
+      ValueError: as :func:`parse_example`.
+    """
+    api = "parse_single_example"
+    specs = _check_features(api, features)
+    if isinstance(serialized, np.ndarray) and serialized.ndim == 0:
+        serialized = serialized.item()
+    if isinstance(serialized, bytearray | memoryview):
+        serialized = bytes(serialized)
+    if not isinstance(serialized, bytes):
+        raise TypeError(
+            f"{api}: serialized must be one bytes object (a serialized Example). Received: "
+            f"{type(serialized).__name__}.\nFix: use parse_example for a batch."
+        )
+    parsed = _parse(api, [serialized], specs)
+    return {k: (v[0] if isinstance(v, tuple) else v[0, ...]) for k, v in parsed.items()}

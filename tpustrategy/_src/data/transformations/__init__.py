@@ -1,0 +1,1 @@
+"""One module per transformation of a dataset (imports ``core`` and ``parallel``)."""
