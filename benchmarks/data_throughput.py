@@ -47,8 +47,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import _common  # noqa: E402
 
 import tpustrategy.data as tpsd  # noqa: E402
-from tpustrategy._src.data.parsing.example_proto import make_example  # noqa: E402
 from tpustrategy._src.data.parsing.example import FixedLenFeature, parse_example  # noqa: E402
+from tpustrategy._src.data.parsing.example_proto import make_example  # noqa: E402
 from tpustrategy._src.data.sources.record_io import read_tfrecord_chunks  # noqa: E402
 from tpustrategy._src.data.sources.writer import TFRecordWriter  # noqa: E402
 

@@ -55,7 +55,7 @@ class ResultStep:
     kind: LeafKind
     index: int = -1
     num_replicas: int = 0
-    cls: type = PerReplica
+    cls: type[PerReplica] = PerReplica
     shapes: tuple[tuple[int, ...], ...] | None = None
     copy: int = -1
     value: Any = None

@@ -25,7 +25,16 @@ import jax
 
 from tpustrategy._src import config
 from tpustrategy._src.context import stack as context
-from tpustrategy._src.execution import eager, entry, host_values, leaves, ragged, signature, trace, uniform
+from tpustrategy._src.execution import (
+    eager,
+    entry,
+    host_values,
+    leaves,
+    ragged,
+    signature,
+    trace,
+    uniform,
+)
 from tpustrategy._src.execution.entry import NeedsEager, name_of
 from tpustrategy._src.execution.program import Placement, Program
 from tpustrategy._src.execution.protocol import ReplicaStrategy

@@ -130,6 +130,7 @@ class _StandIn:
     """A variable for ``_sole_count``: a ``_value`` slot, read by ``frames.value_reader``."""
 
     __slots__ = ("_value",)
+    _value: object
 
 
 def _sole_count(batched: bool, pick: str, n: int) -> int:

@@ -34,11 +34,11 @@ from tpustrategy._src.execution import pulls as pulls_lib
 from tpustrategy._src.execution.protocol import ReplicaStrategy
 from tpustrategy._src.execution.signature import (
     Inputs,
-    LeafSpec,
     wrap_cross_input,
 )
 from tpustrategy._src.values import regroup
 from tpustrategy._src.values.distributed import DistributedValues, Mirrored
+from tpustrategy._src.values.leaf import LeafSpec
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
 

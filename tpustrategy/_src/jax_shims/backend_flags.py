@@ -32,7 +32,7 @@ def _libraries() -> list[str]:
     return sorted(found, key=lambda path: -os.path.getsize(path))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jaxlib_knows(flag: str) -> bool:
     """Whether the installed jaxlib registers the XLA flag ``flag`` (``--name`` or ``name``).
 
