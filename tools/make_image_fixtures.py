@@ -11,6 +11,7 @@ generator); rerunning rewrites the same files.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -48,10 +49,125 @@ def resize_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
+class Calls:
+    """Records ``tf.image.<fn>(input, **kwargs)`` as ``<case>/in``, ``/out`` (or ``/error``) and
+    ``/call`` (the JSON of the call) for the generic test in tests/image/test_against_tensorflow.py."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, np.ndarray] = {}
+
+    def __call__(self, case: str, fn: str, image: np.ndarray, **kwargs: object) -> None:
+        assert f"{case}/call" not in self.out, case
+        self.out[f"{case}/in"] = np.asarray(image)
+        self.out[f"{case}/call"] = np.array(json.dumps({"fn": fn, "kwargs": kwargs}))
+        target = tf.image if hasattr(tf.image, fn) else tf.random
+        try:
+            result = getattr(target, fn)(tf.constant(image), **kwargs)
+            self.out[f"{case}/out"] = result.numpy()
+        except Exception as error:  # the test checks that we raise the same class
+            self.out[f"{case}/error"] = np.array(type(error).__name__)
+
+
+def ops_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    c = Calls()
+    u8 = rng.integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
+    f32 = rng.uniform(size=(2, 6, 4, 3)).astype(np.float32)
+    odd = rng.integers(0, 256, size=(4, 5, 2), dtype=np.uint8)
+    for name, image in [("u8", u8), ("f32", f32), ("odd", odd)]:
+        for fn in ("flip_left_right", "flip_up_down", "transpose"):
+            c(f"{name}/{fn}", fn, image)
+        for k in (0, 1, 2, 3, -1, 5):
+            c(f"{name}/rot90/{k}", "rot90", image, k=k)
+        for frac in (0.5, 0.33, 0.9, 1.0):
+            c(f"{name}/central_crop/{frac}", "central_crop", image, central_fraction=frac)
+        for box in [(1, 2, 3, 4), (0, 0, 4, 4), (0, 0, 1, 1), (2, 0, 2, 3)]:
+            c(f"{name}/crop/{box}", "crop_to_bounding_box", image, offset_height=box[0],
+              offset_width=box[1], target_height=box[2], target_width=box[3])
+        for box in [(1, 2, 9, 10), (0, 0, 8, 8), (3, 1, 9, 8)]:
+            c(f"{name}/pad/{box}", "pad_to_bounding_box", image, offset_height=box[0],
+              offset_width=box[1], target_height=box[2], target_width=box[3])
+        for size in [(3, 3), (9, 10), (2, 9), (8, 2), (4, 4)]:
+            c(f"{name}/crop_or_pad/{size}", "resize_with_crop_or_pad", image, target_height=size[0],
+              target_width=size[1])
+        for size in [(9, 10), (3, 3), (4, 11)]:
+            for method in ("bilinear", "nearest", "area", "lanczos3"):
+                c(f"{name}/with_pad/{size}/{method}", "resize_with_pad", image, target_height=size[0],
+                  target_width=size[1], method=method)
+        c(f"{name}/standardize", "per_image_standardization", image)
+        c(f"{name}/contrast/1.7", "adjust_contrast", image, contrast_factor=1.7)
+        c(f"{name}/contrast/0.3", "adjust_contrast", image, contrast_factor=0.3)
+        for delta in (0.2, -0.3, 0.9):
+            c(f"{name}/brightness/{delta}", "adjust_brightness", image, delta=delta)
+        for gamma, gain in [(0.5, 1.0), (2.2, 0.8), (1.0, 1.5)]:
+            c(f"{name}/gamma/{gamma}/{gain}", "adjust_gamma", image, gamma=gamma, gain=gain)
+        for seed in [(1, 2), (7, 0), (-3, 12345678901)]:
+            c(f"{name}/sflip_lr/{seed}", "stateless_random_flip_left_right", image, seed=seed)
+            c(f"{name}/sflip_ud/{seed}", "stateless_random_flip_up_down", image, seed=seed)
+            c(f"{name}/sbright/{seed}", "stateless_random_brightness", image, max_delta=0.3, seed=seed)
+            c(f"{name}/scontrast/{seed}", "stateless_random_contrast", image, lower=0.2, upper=1.8, seed=seed)
+            c(f"{name}/scrop/{seed}", "stateless_random_crop", image,
+              size=[2, 3] + list(image.shape[2:]), seed=seed)
+        # TensorFlow's errors (the test checks we raise the same class).
+        c(f"{name}/err/crop_offset", "crop_to_bounding_box", image, offset_height=-1, offset_width=0,
+          target_height=1, target_width=1)
+        c(f"{name}/err/crop_big", "crop_to_bounding_box", image, offset_height=0, offset_width=0,
+          target_height=50, target_width=1)
+        c(f"{name}/err/pad_small", "pad_to_bounding_box", image, offset_height=0, offset_width=0,
+          target_height=1, target_width=50)
+        c(f"{name}/err/central", "central_crop", image, central_fraction=0.0)
+        c(f"{name}/err/crop_or_pad", "resize_with_crop_or_pad", image, target_height=0, target_width=3)
+        c(f"{name}/err/gamma", "adjust_gamma", image, gamma=-1.0)
+    rgb_u8, rgb_f = u8, f32
+    for name, image in [("u8", rgb_u8), ("f32", rgb_f)]:
+        for factor in (0.0, 0.4, 1.6, 5.0):
+            c(f"{name}/saturation/{factor}", "adjust_saturation", image, saturation_factor=factor)
+        for delta in (0.0, 0.1, -0.45, 0.77, -1.0):
+            c(f"{name}/hue/{delta}", "adjust_hue", image, delta=delta)
+        c(f"{name}/gray", "rgb_to_grayscale", image)
+        for seed in [(1, 2), (5, 9)]:
+            c(f"{name}/ssat/{seed}", "stateless_random_saturation", image, lower=0.1, upper=2.0, seed=seed)
+            c(f"{name}/shue/{seed}", "stateless_random_hue", image, max_delta=0.4, seed=seed)
+        c(f"{name}/err/hue", "stateless_random_hue", image, max_delta=0.6, seed=(1, 2))
+        c(f"{name}/err/contrast_range", "stateless_random_contrast", image, lower=1.0, upper=0.5, seed=(1, 2))
+    # Colour spaces on float images, with grey pixels and saturated corners.
+    special = np.array([[[0, 0, 0], [1, 1, 1], [0.5, 0.5, 0.5], [1, 0, 0]],
+                        [[0, 1, 0], [0, 0, 1], [1, 1, 0], [0.2, 0.9, 0.9]]], np.float32)
+    for name, image in [("rand", rgb_f), ("special", special)]:
+        for fn in ("rgb_to_hsv", "rgb_to_yuv", "yuv_to_rgb", "rgb_to_grayscale"):
+            c(f"{name}/{fn}", fn, image)
+    hsv = np.stack([rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5))], -1)
+    c("hsv/hsv_to_rgb", "hsv_to_rgb", hsv.astype(np.float32))
+    c("gray/grayscale_to_rgb", "grayscale_to_rgb", odd[..., :1])
+    # convert_image_dtype: every pair of a few dtypes, with and without saturate.
+    values = {
+        "uint8": np.array([0, 1, 127, 128, 254, 255], np.uint8),
+        "int8": np.array([-128, -1, 0, 1, 64, 127], np.int8),
+        "uint16": np.array([0, 1, 255, 256, 32768, 65535], np.uint16),
+        "int16": np.array([-32768, -1, 0, 1, 255, 32767], np.int16),
+        "int32": np.array([-2**31, -1, 0, 1, 2**24, 2**31 - 1], np.int32),
+        "float32": np.array([0.0, 0.001, 0.25, 0.5, 0.999, 1.0], np.float32),
+        "float64": np.array([0.0, 0.001, 0.25, 0.5, 0.999, 1.0], np.float64),
+        "float16": np.array([0.0, 0.001, 0.25, 0.5, 0.999, 1.0], np.float16),
+    }
+    outside = np.array([-0.5, 1.5, 2.0, -2.0], np.float32)
+    for src, array in values.items():
+        for dst in values:
+            for sat in (False, True):
+                c(f"cid/{src}/{dst}/{int(sat)}", "convert_image_dtype", array, dtype=dst, saturate=sat)
+    for dst in ("uint8", "int8", "int16", "int32", "uint16"):
+        c(f"cid/outside/{dst}", "convert_image_dtype", outside, dtype=dst, saturate=True)
+    # TensorFlow's stateless uniform stream itself.
+    for seed in [(1, 2), (0, 0), (-1, 2**40), (123456789, -987654321)]:
+        c(f"uniform/{seed}", "stateless_uniform", np.array([3, 7]), seed=seed)
+        c(f"uniform_int/{seed}", "stateless_uniform", np.array([9]), seed=seed, minval=-5, maxval=1000,
+          dtype="int32")
+    return c.out
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     wanted = set(sys.argv[1:])
-    for name, make in [("resize", resize_cases)]:
+    for name, make in [("resize", resize_cases), ("ops", ops_cases)]:
         if wanted and name not in wanted:
             continue
         rng = np.random.default_rng(sum(map(ord, name)))

@@ -1,4 +1,44 @@
-"""Image ops (``tf.image`` counterparts, ``tps.image``): NumPy only, for ``tpsd`` pipelines."""
+"""Image ops (``tf.image`` counterparts, ``tps.image``): NumPy only, for ``tpsd`` pipelines.
 
+Every function takes and returns NumPy arrays, with TensorFlow's argument names, defaults,
+dtypes and errors, so ``tf.image.X`` becomes ``tps.image.X`` inside a ``Dataset.map`` function.
+"""
+
+from tpustrategy._src.image.color import adjust_brightness as adjust_brightness
+from tpustrategy._src.image.color import adjust_contrast as adjust_contrast
+from tpustrategy._src.image.color import adjust_gamma as adjust_gamma
+from tpustrategy._src.image.color import adjust_hue as adjust_hue
+from tpustrategy._src.image.color import adjust_saturation as adjust_saturation
+from tpustrategy._src.image.color import grayscale_to_rgb as grayscale_to_rgb
+from tpustrategy._src.image.color import hsv_to_rgb as hsv_to_rgb
+from tpustrategy._src.image.color import per_image_standardization as per_image_standardization
+from tpustrategy._src.image.color import rgb_to_grayscale as rgb_to_grayscale
+from tpustrategy._src.image.color import rgb_to_hsv as rgb_to_hsv
+from tpustrategy._src.image.color import rgb_to_yuv as rgb_to_yuv
+from tpustrategy._src.image.color import yuv_to_rgb as yuv_to_rgb
+from tpustrategy._src.image.dtypes import convert_image_dtype as convert_image_dtype
+from tpustrategy._src.image.geometry import central_crop as central_crop
+from tpustrategy._src.image.geometry import crop_to_bounding_box as crop_to_bounding_box
+from tpustrategy._src.image.geometry import flip_left_right as flip_left_right
+from tpustrategy._src.image.geometry import flip_up_down as flip_up_down
+from tpustrategy._src.image.geometry import pad_to_bounding_box as pad_to_bounding_box
+from tpustrategy._src.image.geometry import resize_with_crop_or_pad as resize_with_crop_or_pad
+from tpustrategy._src.image.geometry import rot90 as rot90
+from tpustrategy._src.image.geometry import transpose as transpose
+from tpustrategy._src.image.random_ops import random_brightness as random_brightness
+from tpustrategy._src.image.random_ops import random_contrast as random_contrast
+from tpustrategy._src.image.random_ops import random_crop as random_crop
+from tpustrategy._src.image.random_ops import random_flip_left_right as random_flip_left_right
+from tpustrategy._src.image.random_ops import random_flip_up_down as random_flip_up_down
+from tpustrategy._src.image.random_ops import random_hue as random_hue
+from tpustrategy._src.image.random_ops import random_saturation as random_saturation
+from tpustrategy._src.image.random_ops import stateless_random_brightness as stateless_random_brightness
+from tpustrategy._src.image.random_ops import stateless_random_contrast as stateless_random_contrast
+from tpustrategy._src.image.random_ops import stateless_random_crop as stateless_random_crop
+from tpustrategy._src.image.random_ops import stateless_random_flip_left_right as stateless_random_flip_left_right
+from tpustrategy._src.image.random_ops import stateless_random_flip_up_down as stateless_random_flip_up_down
+from tpustrategy._src.image.random_ops import stateless_random_hue as stateless_random_hue
+from tpustrategy._src.image.random_ops import stateless_random_saturation as stateless_random_saturation
 from tpustrategy._src.image.resize import ResizeMethod as ResizeMethod
 from tpustrategy._src.image.resize import resize as resize
+from tpustrategy._src.image.resize import resize_with_pad as resize_with_pad

@@ -14,6 +14,7 @@ import numpy as np
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.image import resize_kernels
 from tpustrategy._src.image.checks import as_image, check_3d_or_4d
+from tpustrategy._src.image.geometry import pad_to_bounding_box
 
 
 class ResizeMethod(str, enum.Enum):
@@ -127,3 +128,46 @@ def resize(images: Any, size: Any, method: Any = ResizeMethod.BILINEAR,
         kernel = {"bilinear": "triangle", "bicubic": "keyscubic"}.get(kind, kind)
         out = resize_kernels.scale_and_translate(images, new_h, new_w, kernel, antialias)
     return out if batched else out[0]
+
+
+def resize_with_pad(image: Any, target_height: int, target_width: int,
+                    method: Any = ResizeMethod.BILINEAR, antialias: bool = False) -> np.ndarray:
+    """Resizes keeping the aspect ratio, then zero-pads to the target (``tf.image.resize_with_pad``).
+
+    The scaled sides are ``floor(side / ratio)`` with ``ratio = max(w / target_w, h / target_h)``
+    (float32), and the padding ``floor((target - scaled) / 2)`` goes above and left.
+
+    Args:
+      image: ``[height, width, channels]`` or ``[batch, height, width, channels]``.
+      target_height: the result's height (> 0).
+      target_width: the result's width (> 0).
+      method: a ``ResizeMethod`` as for ``resize``.
+      antialias: as for ``resize``.
+
+    Returns:
+      ``[target_height, target_width, channels]`` (or batched): float32, or the input dtype for
+      ``NEAREST_NEIGHBOR``.
+
+    Raises:
+      ValueError: a non-positive target or an image not 3-D/4-D.
+    """
+    api = "tps.image.resize_with_pad"
+    images = as_image(image, api)
+    batched = check_3d_or_4d(images, api)
+    if not batched:
+        images = images[None]
+    for key, value in (("target_width", target_width), ("target_height", target_height)):
+        if int(value) <= 0:
+            raise ValueError(f"{key} must be > 0.\n{api}: received {key}={value}; Fix: pass a "
+                             "positive size.")
+    f = np.float32
+    h, w = f(images.shape[1]), f(images.shape[2])
+    th, tw = f(target_height), f(target_width)
+    ratio = max(f(w / tw), f(h / th))
+    scaled_h, scaled_w = f(h / ratio), f(w / ratio)
+    pad_h = max(0, int(np.floor(f((th - scaled_h) / f(2)))))
+    pad_w = max(0, int(np.floor(f((tw - scaled_w) / f(2)))))
+    resized = resize(images, [int(np.floor(scaled_h)), int(np.floor(scaled_w))], method,
+                     antialias=antialias)
+    padded = pad_to_bounding_box(resized, pad_h, pad_w, int(target_height), int(target_width))
+    return padded if batched else padded[0]
