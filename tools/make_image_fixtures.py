@@ -59,11 +59,22 @@ class Calls:
     def __call__(self, case: str, fn: str, image: np.ndarray, **kwargs: object) -> None:
         assert f"{case}/call" not in self.out, case
         self.out[f"{case}/in"] = np.asarray(image)
-        self.out[f"{case}/call"] = np.array(json.dumps({"fn": fn, "kwargs": kwargs}))
+        plain = {}
+        for key, value in kwargs.items():  # arrays are stored beside the call, keeping their dtype
+            if isinstance(value, np.ndarray):
+                self.out[f"{case}/arg/{key}"] = value
+                plain[key] = {"__array__": key}
+            else:
+                plain[key] = value
+        self.out[f"{case}/call"] = np.array(json.dumps({"fn": fn, "kwargs": plain}))
         target = tf.image if hasattr(tf.image, fn) else tf.random
         try:
             result = getattr(target, fn)(tf.constant(image), **kwargs)
-            self.out[f"{case}/out"] = result.numpy()
+            if isinstance(result, (tuple, list)):
+                for i, part in enumerate(result):
+                    self.out[f"{case}/out{i}"] = np.asarray(part)
+            else:
+                self.out[f"{case}/out"] = result.numpy()
         except Exception as error:  # the test checks that we raise the same class
             self.out[f"{case}/error"] = np.array(type(error).__name__)
 
@@ -164,10 +175,77 @@ def ops_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return c.out
 
 
+def boxes_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    c = Calls()
+    for trial in range(6):
+        n = [5, 12, 30, 1, 8, 20][trial]
+        corners = rng.uniform(0, 1, size=(n, 2, 2)).astype(np.float32)
+        boxes = np.concatenate([corners[:, 0], corners[:, 0] + 0.4 * corners[:, 1]], axis=1)
+        if trial == 4:  # corners given in reverse order, and duplicated scores
+            boxes = boxes[:, [2, 3, 0, 1]]
+        scores = rng.uniform(size=n).astype(np.float32)
+        if trial == 4:
+            scores[::2] = 0.5
+        for iou in (0.0, 0.3, 0.5, 0.9):
+            for thr in (float("-inf"), 0.4):
+                c(f"nms/{trial}/{iou}/{thr}", "non_max_suppression", boxes, scores=scores, max_output_size=7,
+                  iou_threshold=iou, score_threshold=thr)
+        for sigma in (0.0, 0.5, 1.0):
+            c(f"nms_scores/{trial}/{sigma}", "non_max_suppression_with_scores", boxes, scores=scores,
+              max_output_size=6, iou_threshold=0.6, score_threshold=0.1, soft_nms_sigma=sigma)
+        for pad in (False, True):
+            c(f"nms_padded/{trial}/{pad}", "non_max_suppression_padded", boxes, scores=scores,
+              max_output_size=6, iou_threshold=0.5, pad_to_max_output_size=pad)
+    batch_boxes = rng.uniform(0, 1, size=(2, 3, 10, 4)).astype(np.float32)
+    batch_boxes[..., 2:] = batch_boxes[..., :2] + 0.3
+    c("nms_padded/batch", "non_max_suppression_padded", batch_boxes,
+      scores=rng.uniform(size=(2, 3, 10)).astype(np.float32), max_output_size=4, pad_to_max_output_size=True)
+    images = rng.integers(0, 256, size=(2, 6, 7, 3), dtype=np.uint8)
+    crop_boxes = np.array([[0, 0, 1, 1], [0.1, 0.2, 0.7, 0.9], [0.8, 0.9, 0.1, 0.3],
+                           [-0.2, -0.1, 1.3, 1.1], [0.5, 0.5, 0.5, 0.5]], np.float32)
+    for method in ("bilinear", "nearest"):
+        for size in ([3, 4], [1, 1], [9, 2]):
+            for extrapolation in (0.0, -7.5):
+                c(f"crop_resize/{method}/{size}/{extrapolation}", "crop_and_resize", images, boxes=crop_boxes,
+                  box_indices=np.array([0, 1, 1, 0, 1], np.int32), crop_size=size, method=method,
+                  extrapolation_value=extrapolation)
+    draw = np.array([[[0.1, 0.2, 0.6, 0.8], [0, 0, 1, 1], [-0.2, 0.3, 0.5, 1.4], [0.7, 0.6, 0.2, 0.9],
+                      [0.3, 0.3, 0.3, 0.3], [1.2, 0, 1.5, 1]]] * 2, np.float32)
+    for depth in (1, 3, 4):
+        canvas = rng.uniform(size=(2, 8, 9, depth)).astype(np.float32)
+        c(f"draw/{depth}/default", "draw_bounding_boxes", canvas, boxes=draw, colors=None)
+        colors = np.array([[0.1, 0.9, 0.3, 1.0], [0.5, 0.25, 0.75, 0.0]], np.float32)
+        c(f"draw/{depth}/colors", "draw_bounding_boxes", canvas, boxes=draw, colors=colors)
+    patches_in = rng.integers(0, 100, size=(2, 7, 8, 2)).astype(np.float32)
+    for sizes, strides, rates in [((1, 3, 3, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
+                                  ((1, 2, 3, 1), (1, 2, 3, 1), (1, 1, 1, 1)),
+                                  ((1, 2, 2, 1), (1, 3, 2, 1), (1, 2, 3, 1)),
+                                  ((1, 1, 1, 1), (1, 4, 4, 1), (1, 1, 1, 1))]:
+        for padding in ("VALID", "SAME"):
+            c(f"patches/{sizes}/{strides}/{rates}/{padding}", "extract_patches", patches_in, sizes=list(sizes),
+              strides=list(strides), rates=list(rates), padding=padding)
+    tv_f = rng.uniform(size=(2, 5, 6, 3)).astype(np.float32)
+    c("tv/f32", "total_variation", tv_f)
+    c("tv/f32_3d", "total_variation", tv_f[0])
+    c("tv/i32", "total_variation", rng.integers(0, 255, size=(5, 4, 2)).astype(np.int32))
+    a8 = rng.integers(0, 256, size=(2, 16, 18, 3), dtype=np.uint8)
+    b8 = np.clip(a8.astype(int) + rng.integers(-30, 30, size=a8.shape), 0, 255).astype(np.uint8)
+    af, bf = a8.astype(np.float32) / 255, b8.astype(np.float32) / 255
+    c("psnr/u8", "psnr", a8, b=b8, max_val=255)
+    c("psnr/f32", "psnr", af, b=bf, max_val=1.0)
+    c("psnr/f32_3d", "psnr", af[0], b=bf[0], max_val=1.0)
+    c("ssim/u8", "ssim", a8, img2=b8, max_val=255)
+    c("ssim/f32", "ssim", af, img2=bf, max_val=1.0)
+    c("ssim/f32_small_filter", "ssim", af, img2=bf, max_val=1.0, filter_size=5, filter_sigma=0.8, k1=0.02,
+      k2=0.05)
+    c("ssim/map", "ssim", af, img2=bf, max_val=1.0, return_index_map=True)
+    return c.out
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     wanted = set(sys.argv[1:])
-    for name, make in [("resize", resize_cases), ("ops", ops_cases)]:
+    for name, make in [("resize", resize_cases), ("ops", ops_cases), ("boxes", boxes_cases)]:
         if wanted and name not in wanted:
             continue
         rng = np.random.default_rng(sum(map(ord, name)))

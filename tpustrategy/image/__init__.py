@@ -42,3 +42,13 @@ from tpustrategy._src.image.random_ops import stateless_random_saturation as sta
 from tpustrategy._src.image.resize import ResizeMethod as ResizeMethod
 from tpustrategy._src.image.resize import resize as resize
 from tpustrategy._src.image.resize import resize_with_pad as resize_with_pad
+from tpustrategy._src.image.boxes import crop_and_resize as crop_and_resize
+from tpustrategy._src.image.boxes import draw_bounding_boxes as draw_bounding_boxes
+from tpustrategy._src.image.boxes import non_max_suppression as non_max_suppression
+from tpustrategy._src.image.boxes import non_max_suppression_padded as non_max_suppression_padded
+from tpustrategy._src.image.boxes import non_max_suppression_with_scores as non_max_suppression_with_scores
+from tpustrategy._src.image.distorted_box import sample_distorted_bounding_box as sample_distorted_bounding_box
+from tpustrategy._src.image.quality import extract_patches as extract_patches
+from tpustrategy._src.image.quality import psnr as psnr
+from tpustrategy._src.image.quality import ssim as ssim
+from tpustrategy._src.image.quality import total_variation as total_variation
