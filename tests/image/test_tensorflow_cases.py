@@ -1,0 +1,148 @@
+"""TensorFlow's own tests of ``tf.image`` (tensorflow/python/ops/image_ops_test.py): their inputs
+and asserted results, run on ``tps.image``."""
+
+from __future__ import annotations
+
+import colorsys
+import math
+
+import numpy as np
+import pytest
+
+import tpustrategy as tps
+
+_PIXELS = [0, 5, 13, 54, 135, 226, 37, 8, 234, 90, 255, 1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rgb_to_hsv_round_trip(dtype):
+    rgb = np.array(_PIXELS, dtype).reshape([2, 2, 3]) / 255.0
+    np.testing.assert_allclose(tps.image.hsv_to_rgb(tps.image.rgb_to_hsv(rgb)), rgb, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_colour_space_batches_equal_images_one_by_one_and_round_trip(dtype):
+    rng = np.random.default_rng(7)
+    images = rng.random((5, 2, 7, 3)).astype(dtype)
+    for forward, backward in [(tps.image.rgb_to_hsv, tps.image.hsv_to_rgb),
+                              (tps.image.rgb_to_yuv, tps.image.yuv_to_rgb)]:
+        batch = forward(images)
+        np.testing.assert_allclose(batch, np.stack([forward(i) for i in images]), rtol=1e-6)
+        np.testing.assert_allclose(backward(batch), images, rtol=1e-4, atol=1e-4)
+
+
+def test_rgb_to_grayscale_truncates_the_weighted_sum():
+    rgb = np.array([[1, 2, 3], [4, 10, 1]], np.uint8)
+    expected = np.array([int(0.2989 * r + 0.5870 * g + 0.1140 * b) for r, g, b in rgb.astype(float)], np.uint8)
+    np.testing.assert_array_equal(tps.image.rgb_to_grayscale(rgb.reshape(1, 1, 2, 3)), expected.reshape(1, 1, 2, 1))
+    np.testing.assert_array_equal(tps.image.rgb_to_grayscale(rgb.reshape(1, 2, 3)), expected.reshape(1, 2, 1))
+
+
+def test_grayscale_to_rgb_repeats_the_channel():
+    gray = np.array([[1, 2]], np.uint8)
+    want = np.array([[1, 1, 1], [2, 2, 2]], np.uint8)
+    np.testing.assert_array_equal(tps.image.grayscale_to_rgb(gray.reshape(1, 1, 2, 1)), want.reshape(1, 1, 2, 3))
+    np.testing.assert_array_equal(tps.image.grayscale_to_rgb(gray.reshape(1, 2, 1)), want.reshape(1, 2, 3))
+
+
+def test_adjust_gamma_one_is_identity_and_zero_is_white():
+    x = np.random.default_rng(0).uniform(0, 255, (8, 8)).astype(np.float32)
+    np.testing.assert_allclose(tps.image.adjust_gamma(x, gamma=1), x, rtol=1e-6)
+    np.testing.assert_allclose(tps.image.adjust_gamma(x, gamma=0), np.ones((8, 8)), rtol=1e-6)
+
+
+def test_adjust_gamma_negative_raises_tensorflows_message():
+    with pytest.raises(ValueError, match="Gamma should be a non-negative real number."):
+        tps.image.adjust_gamma(np.ones((8, 8), np.float32), gamma=-1)
+
+
+def _check_gamma_table(x, gamma, table):
+    """TensorFlow's table is ``trunc(255 * (x / 255) ** gamma)`` (the test predates 2.x, where a
+    uint8 result is converted back with ``convert_image_dtype``: ``trunc(y * 255.5)``)."""
+    as_float = tps.image.adjust_gamma(x.astype(np.float32) / np.float32(255), gamma=gamma)
+    np.testing.assert_array_equal(np.trunc(as_float * np.float32(255) + np.float32(1e-4)), np.array(table))
+    np.testing.assert_array_equal(tps.image.adjust_gamma(x, gamma=gamma),
+                                  (as_float * np.float32(255.5)).astype(np.uint8))
+
+
+def test_adjust_gamma_half_on_uint8():
+    x = np.arange(0, 255, 4, np.uint8).reshape(8, 8)
+    want = [[0, 31, 45, 55, 63, 71, 78, 84], [90, 95, 100, 105, 110, 115, 119, 123],
+            [127, 131, 135, 139, 142, 146, 149, 153], [156, 159, 162, 165, 168, 171, 174, 177],
+            [180, 183, 186, 188, 191, 194, 196, 199], [201, 204, 206, 209, 211, 214, 216, 218],
+            [221, 223, 225, 228, 230, 232, 234, 236], [238, 241, 243, 245, 247, 249, 251, 253]]
+    _check_gamma_table(x, 0.5, want)
+
+
+def test_adjust_gamma_two_on_uint8():
+    x = np.arange(0, 255, 4, np.uint8).reshape(8, 8)
+    want = [[0, 0, 0, 0, 1, 1, 2, 3], [4, 5, 6, 7, 9, 10, 12, 14], [16, 18, 20, 22, 25, 27, 30, 33],
+            [36, 39, 42, 45, 49, 52, 56, 60], [64, 68, 72, 76, 81, 85, 90, 95],
+            [100, 105, 110, 116, 121, 127, 132, 138], [144, 150, 156, 163, 169, 176, 182, 189],
+            [196, 203, 211, 218, 225, 233, 241, 249]]
+    _check_gamma_table(x, 2, want)
+
+
+@pytest.mark.parametrize("delta, want, shape", [
+    (-0.25, [0, 13, 1, 54, 226, 59, 8, 234, 150, 255, 39, 1], [2, 2, 3]),
+    (0.25, [13, 0, 11, 226, 54, 221, 234, 8, 92, 1, 217, 255], [2, 2, 3]),
+    (0.25, [13, 0, 11, 226, 54, 221, 234, 8, 92, 1, 217, 255], [2, 1, 2, 3]),
+])
+def test_adjust_hue_on_uint8(delta, want, shape):
+    x = np.array(_PIXELS, np.uint8).reshape(shape)
+    np.testing.assert_array_equal(tps.image.adjust_hue(x, delta), np.array(want, np.uint8).reshape(shape))
+
+
+@pytest.mark.parametrize("style", ["all_random", "rg_same", "rb_same", "gb_same", "rgb_same"])
+@pytest.mark.parametrize("shape", [[2, 2, 3], [4, 2, 3], [2, 4, 3], [2, 5, 3], [1000, 1, 3]])
+def test_adjust_hue_matches_colorsys(shape, style):
+    rng = np.random.default_rng(sum(shape) + len(style))
+    x = (rng.random(shape) * 255.0).astype(np.float32)
+    delta = float(rng.random() * 2.0 - 1.0)
+    if style in ("rg_same", "rgb_same"):
+        x[..., 1] = x[..., 0]
+    if style == "rb_same":
+        x[..., 2] = x[..., 0]
+    if style == "gb_same":
+        x[..., 2] = x[..., 1]
+    if style == "rgb_same":
+        x[..., 2] = x[..., 0]
+    want = np.empty_like(x).reshape(-1, 3)
+    for i, (r, g, b) in enumerate(x.reshape(-1, 3).astype(float)):
+        h, s, v = colorsys.rgb_to_hsv(r, g, b)
+        want[i] = colorsys.hsv_to_rgb(math.fmod(h + delta + 10.0, 1.0), s, v)
+    np.testing.assert_allclose(tps.image.adjust_hue(x, delta), want.reshape(shape), rtol=2e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("factor, want, shape", [
+    (0.5, [6, 9, 13, 140, 180, 226, 135, 121, 234, 172, 255, 128], [2, 2, 3]),
+    (2.0, [0, 5, 13, 0, 106, 226, 30, 0, 234, 89, 255, 0], [2, 2, 3]),
+    (0.5, [6, 9, 13, 140, 180, 226, 135, 121, 234, 172, 255, 128], [2, 1, 2, 3]),
+])
+def test_adjust_saturation_on_uint8(factor, want, shape):
+    x = np.array(_PIXELS, np.uint8).reshape(shape)
+    np.testing.assert_array_equal(tps.image.adjust_saturation(x, factor), np.array(want, np.uint8).reshape(shape))
+
+
+_CLUSTERS = [[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+             [0, 100, 1, 101]]
+_CLUSTER_SCORES = [0.9, 0.75, 0.6, 0.95, 0.5, 0.3]
+
+
+@pytest.mark.parametrize("boxes, max_output, want", [
+    (_CLUSTERS, 3, [3, 0, 5]),
+    ([[1, 1, 0, 0], [0, 0.1, 1, 1.1], [0, .9, 1, -0.1], [0, 10, 1, 11], [1, 10.1, 0, 11.1], [1, 101, 0, 100]],
+     3, [3, 0, 5]),
+    (_CLUSTERS, 2, [3, 0]),
+    (_CLUSTERS, 30, [3, 0, 5]),
+])
+def test_non_max_suppression_selects_from_three_clusters(boxes, max_output, want):
+    got = tps.image.non_max_suppression(np.array(boxes, np.float32), np.array(_CLUSTER_SCORES, np.float32),
+                                        max_output, iou_threshold=0.5)
+    assert got.dtype == np.int32
+    assert got.tolist() == want
+
+
+def test_non_max_suppression_of_one_box_and_of_identical_boxes():
+    assert tps.image.non_max_suppression([[0, 0, 1, 1]], [0.9], 3).tolist() == [0]
+    assert tps.image.non_max_suppression([[0, 0, 1, 1]] * 10, [0.9] * 10, 3).tolist() == [0]
