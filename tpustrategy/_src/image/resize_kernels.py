@@ -128,12 +128,34 @@ def _area_matrix(in_size: int, out_size: int) -> np.ndarray:
 def area(images: np.ndarray, height: int, width: int) -> np.ndarray:
     """[b, h, w, c] -> float32 [b, height, width, c]."""
     x = images.astype(_F)
-    my = _area_matrix(x.shape[1], height)
-    mx = _area_matrix(x.shape[2], width)
     norm = _F(1) / (_in_out(x.shape[1], height) * _in_out(x.shape[2], width))
-    out = np.einsum("oh,bhwc->bowc", my, x, dtype=_F, optimize=True)
-    out = np.einsum("pw,bowc->bopc", mx, out, dtype=_F, optimize=True)
+    out = _apply_taps(x, _taps(_area_matrix(x.shape[1], height)), axis=1)
+    out = _apply_taps(out, _taps(_area_matrix(x.shape[2], width)), axis=2)
     return (out * norm).astype(_F)
+
+
+def _taps(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A banded [out, in] weight matrix as (source indices, weights), both [out, K]."""
+    nonzero = matrix != 0
+    any_tap = nonzero.any(axis=1)
+    first = np.where(any_tap, nonzero.argmax(axis=1), 0)
+    last = np.where(any_tap, matrix.shape[1] - 1 - nonzero[:, ::-1].argmax(axis=1), 0)
+    k = int((last - first).max(initial=0)) + 1
+    index = np.minimum(first[:, None] + np.arange(k)[None, :], matrix.shape[1] - 1)
+    weights = np.take_along_axis(matrix, index, axis=1)
+    weights = np.where(first[:, None] + np.arange(k)[None, :] < matrix.shape[1], weights, _F(0))
+    return index, weights.astype(_F)
+
+
+def _apply_taps(x: np.ndarray, taps: tuple[np.ndarray, np.ndarray], axis: int) -> np.ndarray:
+    """Sums ``weights[o, k] * x[..., index[o, k], ...]`` over k along ``axis``, tap by tap in order."""
+    index, weights = taps
+    shape = [1] * x.ndim
+    shape[axis] = index.shape[0]
+    out = np.zeros(x.shape[:axis] + (index.shape[0],) + x.shape[axis + 1:], _F)
+    for k in range(index.shape[1]):
+        out += np.take(x, index[:, k], axis=axis) * weights[:, k].reshape(shape)
+    return out
 
 
 # Kernels of ScaleAndTranslate: (radius, function of |x|).
@@ -214,7 +236,5 @@ def scale_and_translate(images: np.ndarray, height: int, width: int, kernel_name
                         antialias: bool) -> np.ndarray:
     """[b, h, w, c] -> float32 [b, height, width, c]: along x first, then along y."""
     x = images.astype(_F)
-    my = _span_matrix(x.shape[1], height, kernel_name, antialias)
-    mx = _span_matrix(x.shape[2], width, kernel_name, antialias)
-    out = np.einsum("pw,bhwc->bhpc", mx, x, dtype=_F, optimize=True)
-    return np.einsum("oh,bhpc->bopc", my, out, dtype=_F, optimize=True).astype(_F)
+    out = _apply_taps(x, _taps(_span_matrix(x.shape[2], width, kernel_name, antialias)), axis=2)
+    return _apply_taps(out, _taps(_span_matrix(x.shape[1], height, kernel_name, antialias)), axis=1)
