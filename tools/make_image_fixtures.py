@@ -239,6 +239,19 @@ def boxes_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
     c("ssim/f32_small_filter", "ssim", af, img2=bf, max_val=1.0, filter_size=5, filter_sigma=0.8, k1=0.02,
       k2=0.05)
     c("ssim/map", "ssim", af, img2=bf, max_val=1.0, return_index_map=True)
+    for k, seed in enumerate([(1, 2), (7, 8), (0, 0), (-5, 123456789012), (42, 42)]):
+        size = np.array([[40, 60, 3], [300, 200, 3], [17, 23, 1], [480, 640, 3], [64, 64, 3]][k], np.int32)
+        box = np.array([[[0.2, 0.3, 0.6, 0.7], [0.0, 0.0, 0.3, 0.2]]], np.float32)
+        c(f"sdbb/{k}/default", "stateless_sample_distorted_bounding_box", size, bounding_boxes=box, seed=seed)
+        c(f"sdbb/{k}/inception", "stateless_sample_distorted_bounding_box", size, bounding_boxes=box, seed=seed,
+          min_object_covered=0.1, aspect_ratio_range=[0.75, 1.33], area_range=[0.08, 1.0], max_attempts=10)
+        c(f"sdbb/{k}/strict", "stateless_sample_distorted_bounding_box", size.astype(np.int64),
+          bounding_boxes=box, seed=seed, min_object_covered=0.9, area_range=[0.05, 0.3], max_attempts=50)
+        c(f"sdbb/{k}/whole", "stateless_sample_distorted_bounding_box", size,
+          bounding_boxes=np.zeros([1, 0, 4], np.float32), seed=seed, use_image_if_no_bounding_boxes=True,
+          aspect_ratio_range=[0.5, 2.0])
+    c("sdbb/err/no_boxes", "stateless_sample_distorted_bounding_box", np.array([9, 9, 3], np.int32),
+      bounding_boxes=np.zeros([1, 0, 4], np.float32), seed=(1, 2))
     return c.out
 
 

@@ -48,6 +48,9 @@ from tpustrategy._src.image.boxes import non_max_suppression as non_max_suppress
 from tpustrategy._src.image.boxes import non_max_suppression_padded as non_max_suppression_padded
 from tpustrategy._src.image.boxes import non_max_suppression_with_scores as non_max_suppression_with_scores
 from tpustrategy._src.image.distorted_box import sample_distorted_bounding_box as sample_distorted_bounding_box
+from tpustrategy._src.image.distorted_box import (
+    stateless_sample_distorted_bounding_box as stateless_sample_distorted_bounding_box,
+)
 from tpustrategy._src.image.quality import extract_patches as extract_patches
 from tpustrategy._src.image.quality import psnr as psnr
 from tpustrategy._src.image.quality import ssim as ssim

@@ -3,7 +3,9 @@
 The algorithm is TensorFlow's kernel's: up to ``max_attempts`` times, draw an aspect ratio, a
 height whose area lies in ``area_range`` (of the image) and a position; accept the first crop
 that covers at least ``min_object_covered`` of some given box; fall back to the whole image.
-The random numbers are NumPy's (see ``random_ops``), so the crops differ from TensorFlow's.
+``stateless_sample_distorted_bounding_box`` draws TensorFlow's own Philox stream (``philox``) in
+the kernel's order, so it gives TensorFlow's crops for the same seed; the stateful form draws
+NumPy's numbers (see ``random_ops``), so its crops differ from TensorFlow's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
+from tpustrategy._src.image import philox
 
 _LOCK = threading.Lock()
 _GENERATORS: dict[int, np.random.Generator] = {}
@@ -21,12 +24,48 @@ _UNSEEDED = np.random.default_rng()
 _F = np.float32
 
 
+class _NumpyDraws:
+    """The kernel's two draws from a NumPy generator."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def rand_float(self) -> np.float32:
+        return _F(self._rng.random())
+
+    def uniform(self, n: int) -> int:
+        return int(self._rng.integers(0, n))
+
+
+class _PhiloxDraws:
+    """The kernel's two draws from TensorFlow's stateless Philox stream, word by word:
+    ``rand_float`` is the 23-bit mantissa float of a word, ``uniform(n)`` is ``word % n``."""
+
+    def __init__(self, seed: tuple[int, int]) -> None:
+        self._seed = seed
+        self._words = philox.random_bits(seed, 64)
+        self._used = 0
+
+    def _word(self) -> int:
+        if self._used == len(self._words):
+            self._words = philox.random_bits(self._seed, 2 * len(self._words))
+        self._used += 1
+        return int(self._words[self._used - 1])
+
+    def rand_float(self) -> np.float32:
+        bits = np.array([(self._word() & 0x7FFFFF) | 0x3F800000], np.uint32)
+        return bits.view(_F)[0] - _F(1)
+
+    def uniform(self, n: int) -> int:
+        return self._word() % n
+
+
 def _rint(value: float) -> int:
     return int(np.rint(_F(value)))
 
 
 def _random_crop(width: int, height: int, min_area_frac: float, max_area_frac: float, ratio: float,
-                 rng: np.random.Generator) -> tuple[int, int, int, int] | None:
+                 rng: _NumpyDraws | _PhiloxDraws) -> tuple[int, int, int, int] | None:
     if max_area_frac <= 0 or ratio <= 0 or width <= 0 or height <= 0 or min_area_frac > max_area_frac:
         return None
     min_area = _F(_F(min_area_frac) * _F(width) * _F(height))
@@ -40,7 +79,7 @@ def _random_crop(width: int, height: int, min_area_frac: float, max_area_frac: f
     max_h = min(max_h, height)
     h = min(h, max_h)
     if h < max_h:
-        h += int(rng.integers(0, max_h - h + 1))
+        h += rng.uniform(max_h - h + 1)
     w = _rint(h * _F(ratio))
     area = float(w * h)
     if area < min_area:
@@ -55,8 +94,8 @@ def _random_crop(width: int, height: int, min_area_frac: float, max_area_frac: f
         area = float(w * h)
     if area < min_area or area > max_area or w > width or h > height or w <= 0 or h <= 0:
         return None
-    y = int(rng.integers(0, height - h)) if h < height else 0
-    x = int(rng.integers(0, width - w)) if w < width else 0
+    y = rng.uniform(height - h) if h < height else 0
+    x = rng.uniform(width - w) if w < width else 0
     return x, y, x + w, y + h
 
 
@@ -73,6 +112,23 @@ def _covers(crop: tuple[int, int, int, int], boxes: list[tuple[int, int, int, in
         if _F(iw * ih) / _F(area) >= _F(minimum):
             return True
     return False
+
+
+def stateless_sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: Any,
+                                            min_object_covered: float = 0.1, aspect_ratio_range: Any = None,
+                                            area_range: Any = None, max_attempts: int | None = None,
+                                            use_image_if_no_bounding_boxes: bool | None = None,
+                                            name: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``sample_distorted_bounding_box`` with TensorFlow's crop for ``seed=[a, b]``
+    (``tf.image.stateless_sample_distorted_bounding_box``).
+
+    Args and Returns as for ``sample_distorted_bounding_box``; ``seed`` is a shape-[2] int pair.
+    """
+    del name
+    api = "tps.image.stateless_sample_distorted_bounding_box"
+    draws = _PhiloxDraws(philox.check_seed(seed, api))
+    return _checked(api, image_size, bounding_boxes, 0, min_object_covered, aspect_ratio_range, area_range,
+                    max_attempts, use_image_if_no_bounding_boxes, draws)
 
 
 def sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: int = 0,
@@ -103,7 +159,15 @@ def sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: in
         ``[0, 1]``, or bad ranges.
     """
     del name
-    api = "tps.image.sample_distorted_bounding_box"
+    return _checked("tps.image.sample_distorted_bounding_box", image_size, bounding_boxes, seed,
+                    min_object_covered, aspect_ratio_range, area_range, max_attempts,
+                    use_image_if_no_bounding_boxes, None)
+
+
+def _checked(api: str, image_size: Any, bounding_boxes: Any, seed: int, min_object_covered: Any,
+             aspect_ratio_range: Any, area_range: Any, max_attempts: int | None,
+             use_image_if_no_bounding_boxes: bool | None,
+             draws: _PhiloxDraws | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     size = np.asarray(image_size)
     if size.shape != (3,) or size.dtype.kind not in "iu":
         raise InvalidArgumentError(f"image_size must be 1-dimensional with 3 elements; received "
@@ -137,16 +201,25 @@ def sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: in
                 "use_image_if_no_bounding_boxes=True.")
         boxes = [(0, 0, width, height)]
     covered = float(np.asarray(min_object_covered))
+    if draws is None:
+        with _LOCK:
+            rng = (_UNSEEDED if not seed else
+                   _GENERATORS.setdefault(int(seed), np.random.default_rng(int(seed))))
+            return _sample(size, boxes, covered, ratio_range, areas, attempts, _NumpyDraws(rng))
+    return _sample(size, boxes, covered, ratio_range, areas, attempts, draws)
+
+
+def _sample(size: np.ndarray, boxes: list[tuple[int, int, int, int]], covered: float, ratio_range: list[float],
+            areas: list[float], attempts: int,
+            draws: _NumpyDraws | _PhiloxDraws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    height, width = int(size[0]), int(size[1])
     crop = (0, 0, width, height)
-    with _LOCK:
-        rng = (_UNSEEDED if not seed else
-               _GENERATORS.setdefault(int(seed), np.random.default_rng(int(seed))))
-        for _ in range(attempts):
-            ratio = float(_F(rng.random()) * _F(ratio_range[1] - ratio_range[0]) + _F(ratio_range[0]))
-            candidate = _random_crop(width, height, areas[0], areas[1], ratio, rng)
-            if candidate is not None and _covers(candidate, boxes, covered):
-                crop = candidate
-                break
+    for _ in range(attempts):
+        ratio = float(draws.rand_float() * _F(_F(ratio_range[1]) - _F(ratio_range[0])) + _F(ratio_range[0]))
+        candidate = _random_crop(width, height, areas[0], areas[1], ratio, draws)
+        if candidate is not None and _covers(candidate, boxes, covered):
+            crop = candidate
+            break
     x0, y0, x1, y1 = crop
     begin = np.array([y0, x0, 0], size.dtype)
     extent = np.array([y1 - y0, x1 - x0, -1], size.dtype)
