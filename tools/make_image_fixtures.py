@@ -144,8 +144,12 @@ def ops_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
     special = np.array([[[0, 0, 0], [1, 1, 1], [0.5, 0.5, 0.5], [1, 0, 0]],
                         [[0, 1, 0], [0, 0, 1], [1, 1, 0], [0.2, 0.9, 0.9]]], np.float32)
     for name, image in [("rand", rgb_f), ("special", special)]:
-        for fn in ("rgb_to_hsv", "rgb_to_yuv", "yuv_to_rgb", "rgb_to_grayscale"):
+        for fn in ("rgb_to_hsv", "rgb_to_yuv", "yuv_to_rgb", "rgb_to_grayscale", "rgb_to_yiq", "yiq_to_rgb"):
             c(f"{name}/{fn}", fn, image)
+    c("f32/image_gradients", "image_gradients", rgb_f)
+    c("i32/image_gradients", "image_gradients", odd[None].astype(np.int32))
+    c("f32/sobel_edges", "sobel_edges", rgb_f)
+    c("f32/err/image_gradients", "image_gradients", rgb_f[0])
     hsv = np.stack([rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5))], -1)
     c("hsv/hsv_to_rgb", "hsv_to_rgb", hsv.astype(np.float32))
     c("gray/grayscale_to_rgb", "grayscale_to_rgb", odd[..., :1])

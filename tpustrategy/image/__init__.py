@@ -55,3 +55,7 @@ from tpustrategy._src.image.quality import extract_patches as extract_patches
 from tpustrategy._src.image.quality import psnr as psnr
 from tpustrategy._src.image.quality import ssim as ssim
 from tpustrategy._src.image.quality import total_variation as total_variation
+from tpustrategy._src.image.color import rgb_to_yiq as rgb_to_yiq
+from tpustrategy._src.image.color import yiq_to_rgb as yiq_to_rgb
+from tpustrategy._src.image.gradients import image_gradients as image_gradients
+from tpustrategy._src.image.gradients import sobel_edges as sobel_edges

@@ -20,6 +20,9 @@ _RGB_TO_YUV = np.array([[0.299, -0.14714119, 0.61497538],
                         [0.587, -0.28886916, -0.51496512],
                         [0.114, 0.43601035, -0.10001026]])
 _YUV_TO_RGB = np.array([[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]])
+_RGB_TO_YIQ = np.array([[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+                        [0.114, -0.32134392, 0.31119955]])
+_YIQ_TO_RGB = np.array([[1, 1, 1], [0.95598634, -0.27201283, -1.10674021], [0.6208248, -0.64720424, 1.70423049]])
 _GRAY = np.array([0.2989, 0.5870, 0.1140], _F)
 
 
@@ -328,6 +331,32 @@ def yuv_to_rgb(images: Any) -> np.ndarray:
     """
     array = _float_images(images, "tps.image.yuv_to_rgb")
     return np.tensordot(array, _YUV_TO_RGB.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+
+
+def rgb_to_yiq(images: Any) -> np.ndarray:
+    """RGB to YIQ with TensorFlow's matrix (``tf.image.rgb_to_yiq``).
+
+    Args:
+      images: float ``[..., 3]`` in ``[0, 1]``.
+
+    Returns:
+      ``[..., 3]`` Y in ``[0, 1]``, I in ``[-0.5957, 0.5957]``, Q in ``[-0.5226, 0.5226]``.
+    """
+    array = _float_images(images, "tps.image.rgb_to_yiq")
+    return np.tensordot(array, _RGB_TO_YIQ.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+
+
+def yiq_to_rgb(images: Any) -> np.ndarray:
+    """YIQ to RGB with TensorFlow's matrix (``tf.image.yiq_to_rgb``).
+
+    Args:
+      images: float ``[..., 3]``.
+
+    Returns:
+      ``[..., 3]`` RGB.
+    """
+    array = _float_images(images, "tps.image.yiq_to_rgb")
+    return np.tensordot(array, _YIQ_TO_RGB.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
 
 
 def per_image_standardization(image: Any) -> np.ndarray:
