@@ -267,7 +267,7 @@ def crop_and_resize(image: Any, boxes: Any, box_indices: Any, crop_size: Any, me
 
 
 def _round_half_away(values: np.ndarray) -> np.ndarray:
-    return (np.sign(values) * np.floor(np.abs(values) + _F(0.5))).astype(np.int64)
+    return np.asarray((np.sign(values) * np.floor(np.abs(values) + _F(0.5))).astype(np.int64))
 
 
 def _sample_positions(lo: np.float32, hi: np.float32, size: int, count: int) -> np.ndarray:

@@ -230,7 +230,7 @@ def rgb_to_grayscale(images: Any, name: str | None = None) -> np.ndarray:
     array = as_image(images, "tps.image.rgb_to_grayscale", "images")
     check_channels(array, 3, "tps.image.rgb_to_grayscale")
     flt = convert_image_dtype(array, np.float32)
-    gray = np.tensordot(flt, _GRAY, axes=[[-1], [0]]).astype(_F)[..., None]
+    gray = np.matmul(flt.astype(_F), _GRAY).astype(_F)[..., None]
     return convert_image_dtype(gray, array.dtype)
 
 
@@ -317,7 +317,7 @@ def rgb_to_yuv(images: Any) -> np.ndarray:
       ``[..., 3]`` Y in ``[0, 1]``, U in ``[-0.436, 0.436]``, V in ``[-0.615, 0.615]``.
     """
     array = _float_images(images, "tps.image.rgb_to_yuv")
-    return np.tensordot(array, _RGB_TO_YUV.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+    return np.asarray(np.matmul(array, _RGB_TO_YUV.astype(array.dtype)), array.dtype)
 
 
 def yuv_to_rgb(images: Any) -> np.ndarray:
@@ -330,7 +330,7 @@ def yuv_to_rgb(images: Any) -> np.ndarray:
       ``[..., 3]`` RGB.
     """
     array = _float_images(images, "tps.image.yuv_to_rgb")
-    return np.tensordot(array, _YUV_TO_RGB.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+    return np.asarray(np.matmul(array, _YUV_TO_RGB.astype(array.dtype)), array.dtype)
 
 
 def rgb_to_yiq(images: Any) -> np.ndarray:
@@ -343,7 +343,7 @@ def rgb_to_yiq(images: Any) -> np.ndarray:
       ``[..., 3]`` Y in ``[0, 1]``, I in ``[-0.5957, 0.5957]``, Q in ``[-0.5226, 0.5226]``.
     """
     array = _float_images(images, "tps.image.rgb_to_yiq")
-    return np.tensordot(array, _RGB_TO_YIQ.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+    return np.asarray(np.matmul(array, _RGB_TO_YIQ.astype(array.dtype)), array.dtype)
 
 
 def yiq_to_rgb(images: Any) -> np.ndarray:
@@ -356,7 +356,7 @@ def yiq_to_rgb(images: Any) -> np.ndarray:
       ``[..., 3]`` RGB.
     """
     array = _float_images(images, "tps.image.yiq_to_rgb")
-    return np.tensordot(array, _YIQ_TO_RGB.astype(array.dtype), axes=[[-1], [0]]).astype(array.dtype)
+    return np.asarray(np.matmul(array, _YIQ_TO_RGB.astype(array.dtype)), array.dtype)
 
 
 def per_image_standardization(image: Any) -> np.ndarray:
@@ -376,4 +376,4 @@ def per_image_standardization(image: Any) -> np.ndarray:
     mean = x.mean(axis=axes, keepdims=True, dtype=_F)
     std = np.sqrt(np.square(x - mean).mean(axis=axes, keepdims=True, dtype=_F)).astype(_F)
     floor = _F(1) / np.sqrt(_F(np.prod(x.shape[-3:])))
-    return ((x - mean) / np.maximum(std, floor)).astype(_F)
+    return np.asarray((x - mean) / np.maximum(std, floor), _F)

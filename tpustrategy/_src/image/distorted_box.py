@@ -54,13 +54,13 @@ class _PhiloxDraws:
 
     def rand_float(self) -> np.float32:
         bits = np.array([(self._word() & 0x7FFFFF) | 0x3F800000], np.uint32)
-        return bits.view(_F)[0] - _F(1)
+        return _F(bits.view(_F)[0] - _F(1))
 
     def uniform(self, n: int) -> int:
         return self._word() % n
 
 
-def _rint(value: float) -> int:
+def _rint(value: float | np.floating[Any]) -> int:
     return int(np.rint(_F(value)))
 
 

@@ -19,7 +19,7 @@ def as_numpy_dtype(dtype: Any, api: str) -> np.dtype:
     """A NumPy dtype from ``np.float32``, ``'float32'`` or anything with ``as_numpy_dtype``."""
     target = getattr(dtype, "as_numpy_dtype", dtype)
     try:
-        return np.dtype(target)
+        return np.dtype(target)  # type: ignore[no-any-return]
     except TypeError as error:
         raise TypeError(
             f"{api}: dtype must be a NumPy dtype or its name; received {dtype!r}.\n"
@@ -55,7 +55,7 @@ def _saturate(array: np.ndarray, out: np.dtype, kind: Any, in_min: Any, in_max: 
     high = kind(min(float(in_max), float(out_max)))
     if np.array(high, promoted) > np.array(out_max, promoted):
         high = np.nextafter(high, kind(0), dtype=array.dtype)
-    return np.clip(array, low, high).astype(out)
+    return np.asarray(np.clip(array, low, high).astype(out))
 
 
 def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False,
@@ -107,12 +107,12 @@ def _convert(array: np.ndarray, target: np.dtype, saturate: bool) -> np.ndarray:
             return saturate_cast(scaled, target) if saturate else scaled.astype(target)
         cast = saturate_cast(array, target) if saturate else array.astype(target)
         with np.errstate(over="ignore"):
-            return (cast * target.type((scale_out + 1) // (scale_in + 1))).astype(target)
+            return np.asarray((cast * target.type((scale_out + 1) // (scale_in + 1))).astype(target))
     if array.dtype.kind == "f" and target.kind == "f":
         return array.astype(target)
     if array.dtype.kind in "iu":
-        return (array.astype(target) * target.type(1.0 / np.iinfo(array.dtype).max)).astype(target)
+        return np.asarray((array.astype(target) * target.type(1.0 / np.iinfo(array.dtype).max)).astype(target))
     scaled = (array * array.dtype.type(float(np.iinfo(target).max) + 0.5)).astype(array.dtype)
     if saturate:
         return saturate_cast(scaled, target)
-    return scaled.astype(target)
+    return np.asarray(scaled.astype(target))

@@ -64,7 +64,8 @@ def check_seed(seed: Any, api: str) -> tuple[int, int]:
 def key_counter(seed: tuple[int, int]) -> tuple[tuple[int, int], list[int]]:
     """The Philox key and start counter that TensorFlow derives from a stateless seed."""
     counter = np.array([_words64(seed[0]) + _words64(seed[1])], np.uint32)
-    mix = _blocks(tuple(_words64(_SCRAMBLE_KEY)), counter)[0]
+    low, high = _words64(_SCRAMBLE_KEY)
+    mix = _blocks((low, high), counter)[0]
     return (int(mix[0]), int(mix[1])), [0, 0, int(mix[2]), int(mix[3])]
 
 

@@ -25,7 +25,7 @@ def _pair(a: Any, b: Any, api: str) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _max_val(max_val: Any, dtype: np.dtype) -> np.float32:
+def _max_val(max_val: Any, dtype: np.dtype) -> np.ndarray:
     return convert_image_dtype(np.asarray(max_val).astype(dtype), np.float32)
 
 
@@ -47,7 +47,7 @@ def psnr(a: Any, b: Any, max_val: float, name: str | None = None) -> np.ndarray:
     x, y = convert_image_dtype(x, np.float32), convert_image_dtype(y, np.float32)
     mse = np.square(x - y).mean(axis=(-3, -2, -1), dtype=_F)
     with np.errstate(divide="ignore"):
-        return (_F(20) * np.log(peak) / np.log(_F(10)) - _F(10 / np.log(10)) * np.log(mse)).astype(_F)
+        return np.asarray((_F(20) * np.log(peak) / np.log(_F(10)) - _F(10 / np.log(10)) * np.log(mse)).astype(_F))
 
 
 def _gauss(size: int, sigma: float) -> np.ndarray:
@@ -55,7 +55,7 @@ def _gauss(size: int, sigma: float) -> np.ndarray:
     g = np.square(coords) * (_F(-0.5) / np.square(_F(sigma)))
     g = (g[None, :] + g[:, None]).reshape(-1)
     g = np.exp(g - g.max())
-    return (g / g.sum(dtype=_F)).astype(_F).reshape(size, size)
+    return np.asarray((g / g.sum(dtype=_F)).astype(_F).reshape(size, size))
 
 
 def _filter_valid(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
@@ -113,7 +113,7 @@ def ssim(img1: Any, img2: Any, max_val: float, filter_size: int = 11, filter_sig
     value = luminance * cs
     if not return_index_map:
         value = value.mean(axis=(-3, -2), dtype=_F)
-    return value.mean(axis=-1, dtype=_F).astype(_F)
+    return np.asarray(value.mean(axis=-1, dtype=_F).astype(_F))
 
 
 def total_variation(images: Any, name: str | None = None) -> np.ndarray:

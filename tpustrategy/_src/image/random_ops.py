@@ -11,7 +11,8 @@ from a generator seeded from the OS.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -188,22 +189,22 @@ def _check_range(lower: float, upper: float, api: str) -> None:
 
 def _brightness(image: Any, max_delta: float, uniform: Uniform, api: str) -> np.ndarray:
     _check_delta(max_delta, api)
-    return color.adjust_brightness(image, uniform((), -max_delta, max_delta))
+    return color.adjust_brightness(image, float(uniform((), -max_delta, max_delta)))
 
 
 def _contrast(image: Any, lower: float, upper: float, uniform: Uniform, api: str) -> np.ndarray:
     _check_range(lower, upper, api)
-    return color.adjust_contrast(image, uniform((), lower, upper))
+    return color.adjust_contrast(image, float(uniform((), lower, upper)))
 
 
 def _saturation(image: Any, lower: float, upper: float, uniform: Uniform, api: str) -> np.ndarray:
     _check_range(lower, upper, api)
-    return color.adjust_saturation(image, uniform((), lower, upper))
+    return color.adjust_saturation(image, float(uniform((), lower, upper)))
 
 
 def _hue(image: Any, max_delta: float, uniform: Uniform, api: str) -> np.ndarray:
     _check_delta(max_delta, api, hue=True)
-    return color.adjust_hue(image, uniform((), -max_delta, max_delta))
+    return color.adjust_hue(image, float(uniform((), -max_delta, max_delta)))
 
 
 def random_brightness(image: Any, max_delta: float, seed: int | None = None) -> np.ndarray:

@@ -17,7 +17,7 @@ from tpustrategy._src.image.checks import as_image, check_3d_or_4d
 from tpustrategy._src.image.geometry import pad_to_bounding_box
 
 
-class ResizeMethod(str, enum.Enum):
+class ResizeMethod(enum.StrEnum):
     """The resampling methods of ``tf.image.resize`` (``tf.image.ResizeMethod``).
 
     Members compare equal to TensorFlow's strings (``ResizeMethod.BILINEAR == 'bilinear'``), so
@@ -32,9 +32,6 @@ class ResizeMethod(str, enum.Enum):
     LANCZOS5 = "lanczos5"
     GAUSSIAN = "gaussian"
     MITCHELLCUBIC = "mitchellcubic"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _METHODS = {m.value for m in ResizeMethod}

@@ -38,7 +38,7 @@ def nearest(images: np.ndarray, height: int, width: int) -> np.ndarray:
     def index(in_size: int, out_size: int) -> np.ndarray:
         scale = _in_out(in_size, out_size)
         pos = (np.arange(out_size, dtype=_F) + _F(0.5)) * scale
-        return np.clip(np.floor(pos).astype(np.int64), 0, in_size - 1)
+        return np.asarray(np.clip(np.floor(pos).astype(np.int64), 0, in_size - 1))
 
     rows = index(images.shape[1], height)
     cols = index(images.shape[2], width)
@@ -64,7 +64,7 @@ def bilinear(images: np.ndarray, height: int, width: int) -> np.ndarray:
     top_rows, bottom_rows = x[:, y0], x[:, y1]
     top = top_rows[:, :, x0] + (top_rows[:, :, x1] - top_rows[:, :, x0]) * lx
     bottom = bottom_rows[:, :, x0] + (bottom_rows[:, :, x1] - bottom_rows[:, :, x0]) * lx
-    return (top + (bottom - top) * ly).astype(_F)
+    return np.asarray((top + (bottom - top) * ly).astype(_F))
 
 
 def _keys_table() -> np.ndarray:
