@@ -197,6 +197,10 @@ def boxes_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
         for sigma in (0.0, 0.5, 1.0):
             c(f"nms_scores/{trial}/{sigma}", "non_max_suppression_with_scores", boxes, scores=scores,
               max_output_size=6, iou_threshold=0.6, score_threshold=0.1, soft_nms_sigma=sigma)
+        overlaps = rng.uniform(size=(n, n)).astype(np.float32)
+        for thr in (0.2, 0.5, 0.8):
+            c(f"nms_overlaps/{trial}/{thr}", "non_max_suppression_overlaps", overlaps, scores=scores,
+              max_output_size=5, overlap_threshold=thr, score_threshold=0.2)
         for pad in (False, True):
             c(f"nms_padded/{trial}/{pad}", "non_max_suppression_padded", boxes, scores=scores,
               max_output_size=6, iou_threshold=0.5, pad_to_max_output_size=pad)

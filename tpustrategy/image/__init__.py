@@ -7,6 +7,9 @@ dtypes and errors, so ``tf.image.X`` becomes ``tps.image.X`` inside a ``Dataset.
 from tpustrategy._src.image.boxes import crop_and_resize as crop_and_resize
 from tpustrategy._src.image.boxes import draw_bounding_boxes as draw_bounding_boxes
 from tpustrategy._src.image.boxes import non_max_suppression as non_max_suppression
+from tpustrategy._src.image.boxes import (
+    non_max_suppression_overlaps as non_max_suppression_overlaps,
+)
 from tpustrategy._src.image.boxes import non_max_suppression_padded as non_max_suppression_padded
 from tpustrategy._src.image.boxes import (
     non_max_suppression_with_scores as non_max_suppression_with_scores,

@@ -53,9 +53,13 @@ def _check_nms(boxes: Any, scores: Any, max_output_size: Any, api: str) -> tuple
     return b, s, size
 
 
-def _nms(boxes: np.ndarray, scores: np.ndarray, size: int, iou_threshold: float,
-         score_threshold: float, soft_nms_sigma: float) -> tuple[list[int], list[float]]:
-    """Greedy (soft) NMS in TensorFlow's order: highest score first, ties by lower index."""
+def _nms(boxes: np.ndarray | None, scores: np.ndarray, size: int, iou_threshold: float,
+         score_threshold: float, soft_nms_sigma: float,
+         overlaps: np.ndarray | None = None) -> tuple[list[int], list[float]]:
+    """Greedy (soft) NMS in TensorFlow's order: highest score first, ties by lower index.
+
+    The similarity of two boxes is their IoU, or ``overlaps[i, j]`` when that matrix is given.
+    """
     threshold = _F(iou_threshold)
     floor = _F(score_threshold)
     scale = _F(-0.5 / soft_nms_sigma) if soft_nms_sigma > 0 else _F(0)
@@ -70,7 +74,8 @@ def _nms(boxes: np.ndarray, scores: np.ndarray, size: int, iou_threshold: float,
         score = original
         hard = False
         for j in range(len(selected) - 1, begin - 1, -1):
-            iou = _F(_iou(boxes, index, selected[j]))
+            iou = (_F(overlaps[index, selected[j]]) if overlaps is not None
+                   else _F(_iou(boxes, index, selected[j])))  # type: ignore[arg-type]
             weight = _F(math.exp(scale * iou * iou)) if iou <= threshold else _F(0)
             score = _F(score * weight)
             if soft_nms_sigma <= 0 and iou > threshold:
@@ -108,6 +113,34 @@ def non_max_suppression(boxes: Any, scores: Any, max_output_size: int, iou_thres
     b, s, size = _check_nms(boxes, scores, max_output_size, "tps.image.non_max_suppression")
     _check_iou(iou_threshold, "tps.image.non_max_suppression")
     return np.array(_nms(b, s, size, iou_threshold, score_threshold, 0.0)[0], np.int32)
+
+
+def non_max_suppression_overlaps(overlaps: Any, scores: Any, max_output_size: int,
+                                 overlap_threshold: float = 0.5, score_threshold: float = float("-inf"),
+                                 name: str | None = None) -> np.ndarray:
+    """Greedy NMS on a given overlap matrix (``tf.image.non_max_suppression_overlaps``).
+
+    Args:
+      overlaps: ``[num_boxes, num_boxes]`` float similarities.
+      scores: ``[num_boxes]``.
+      max_output_size: the most indices to return.
+      overlap_threshold: a box whose overlap with a kept box exceeds this is dropped.
+      score_threshold: boxes scoring at or below this are never kept.
+      name: accepted for TensorFlow compatibility; unused.
+
+    Returns:
+      int32 ``[M]`` indices, by descending score.
+    """
+    del name
+    api = "tps.image.non_max_suppression_overlaps"
+    o = np.asarray(overlaps, _F)
+    s = np.asarray(scores, _F)
+    if o.ndim != 2 or o.shape[0] != o.shape[1] or s.shape != (o.shape[0],):
+        raise InvalidArgumentError(
+            f"overlaps must be square [num_boxes, num_boxes] and scores [num_boxes]; received "
+            f"{tuple(o.shape)} and {tuple(s.shape)}\n{api}: Fix: pass one row and column per box.")
+    size = int(np.asarray(max_output_size))
+    return np.array(_nms(None, s, size, overlap_threshold, score_threshold, 0.0, o)[0], np.int32)
 
 
 def _check_iou(iou_threshold: float, api: str) -> None:
