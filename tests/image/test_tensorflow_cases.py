@@ -146,3 +146,80 @@ def test_non_max_suppression_selects_from_three_clusters(boxes, max_output, want
 def test_non_max_suppression_of_one_box_and_of_identical_boxes():
     assert tps.image.non_max_suppression([[0, 0, 1, 1]], [0.9], 3).tolist() == [0]
     assert tps.image.non_max_suppression([[0, 0, 1, 1]] * 10, [0.9] * 10, 3).tolist() == [0]
+
+
+_NINE = np.arange(1, 10).reshape(3, 3, 1)
+
+
+@pytest.mark.parametrize("offsets, want, shape", [
+    ((1, 0), [0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [4, 3, 1]),
+    ((0, 1), [0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9], [3, 4, 1]),
+    ((0, 0), [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0], [4, 3, 1]),
+    ((0, 0), [1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9, 0], [3, 4, 1]),
+])
+def test_pad_to_bounding_box_padding(offsets, want, shape):
+    got = tps.image.pad_to_bounding_box(_NINE, offsets[0], offsets[1], shape[0], shape[1])
+    np.testing.assert_array_equal(got, np.array(want).reshape(shape))
+
+
+def test_pad_to_bounding_box_takes_int64_scalars_and_is_a_no_op_at_full_size():
+    offsets = np.array([1, 0, 4, 3], np.int64)
+    got = tps.image.pad_to_bounding_box(_NINE, offsets[0], offsets[1], offsets[2], offsets[3])
+    np.testing.assert_array_equal(got, np.array([0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).reshape(4, 3, 1))
+    x = np.random.default_rng(1).uniform(size=[10, 10, 10])
+    np.testing.assert_array_equal(tps.image.pad_to_bounding_box(x, 0, 0, 10, 10), x)
+
+
+@pytest.mark.parametrize("params, message", [
+    ((-1, 0, 4, 4), "offset_height must be >= 0"),
+    ((0, -1, 4, 4), "offset_width must be >= 0"),
+    ((2, 0, 4, 4), "height must be <= target - offset"),
+    ((0, 2, 4, 4), "width must be <= target - offset"),
+])
+def test_pad_to_bounding_box_bad_params(params, message):
+    with pytest.raises(ValueError, match=message):
+        tps.image.pad_to_bounding_box(np.zeros([3, 3, 1]), *params)
+
+
+@pytest.mark.parametrize("shape", [[3, 5], [1, 3, 5, 1, 1]])
+def test_pad_to_bounding_box_non_3d_input(shape):
+    with pytest.raises(ValueError, match="must have either 3 or 4 dimensions"):
+        tps.image.pad_to_bounding_box(np.zeros(shape), 0, 0, 2, 2)
+
+
+@pytest.mark.parametrize("shape", [[0, 2, 2], [2, 0, 2], [2, 2, 0]])
+def test_pad_to_bounding_box_zero_length_input(shape):
+    with pytest.raises(ValueError, match="inner 3 dims of 'image.shape' must be > 0"):
+        tps.image.pad_to_bounding_box(np.zeros(shape), 0, 0, 2, 2)
+
+
+def test_central_crop_shapes_of_tensorflows_shape_inference_cases():
+    assert tps.image.central_crop(np.zeros([5, 50, 60, 3]), 0.5).shape == (5, 26, 30, 3)
+    assert tps.image.central_crop(np.zeros([5, 50, 60, 3]), 1.0).shape == (5, 50, 60, 3)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.01])
+def test_central_crop_invalid_fraction(fraction):
+    with pytest.raises(ValueError, match=r"central_fraction must be within \(0, 1\]"):
+        tps.image.central_crop(np.ones([13, 9, 3], np.float32), fraction)
+
+
+@pytest.mark.parametrize("shape", [[], [3], [3, 9], [3, 9, 3, 9, 3]])
+def test_central_crop_invalid_shapes(shape):
+    with pytest.raises(ValueError):
+        tps.image.central_crop(np.ones(shape, np.float32), 0.5)
+
+
+@pytest.mark.parametrize("box", [(0.0, 0.0, 1.0, 1.0), (3 / 40, 2 / 50, 13 / 40, 12 / 50)])
+def test_sample_distorted_bounding_box_areas_stay_in_area_range(box):
+    """TensorFlow's SelectDistortedCropBoxTest: 1000 draws, crop areas within area_range."""
+    size = np.array([40, 50, 1], np.int32)
+    ratios = []
+    for _ in range(1000):
+        begin, extent, _ = tps.image.sample_distorted_bounding_box(
+            size, np.array(box, np.float32).reshape(1, 1, 4), min_object_covered=0.1,
+            aspect_ratio_range=(0.75, 1.33), area_range=(0.05, 1.0))
+        assert begin.shape == (3,) and extent.shape == (3,)
+        ratios.append(float(extent[0] * extent[1]) / (40 * 50))
+    assert 0.05 <= min(ratios) and max(ratios) <= 1.0
+    assert len(set(ratios)) > 10
