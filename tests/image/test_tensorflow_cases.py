@@ -223,3 +223,65 @@ def test_sample_distorted_bounding_box_areas_stay_in_area_range(box):
         ratios.append(float(extent[0] * extent[1]) / (40 * 50))
     assert 0.05 <= min(ratios) and max(ratios) <= 1.0
     assert len(set(ratios)) > 10
+
+
+_EIGHT = [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("want, shape", [
+    ([0, 3.5, 5.5, 0], [1, 4, 1]),  # TensorFlow 2's half-pixel values (ResizeImageWithPadV2Test)
+    ([3.5, 5.5, 0, 0], [2, 2, 1]),
+    ([3.5, 5.5], [1, 2, 1]),
+])
+def test_resize_with_pad(want, shape):
+    got = tps.image.resize_with_pad(np.array(_EIGHT).reshape(2, 4, 1), shape[0], shape[1])
+    np.testing.assert_allclose(got, np.array(want, np.float32).reshape(shape))
+
+
+def test_resize_with_pad_and_crop_or_pad_are_no_ops_at_the_same_size():
+    x = np.random.default_rng(2).uniform(size=[10, 10, 10]).astype(np.float32)
+    np.testing.assert_allclose(tps.image.resize_with_pad(x, 10, 10), x)
+    np.testing.assert_array_equal(tps.image.resize_with_crop_or_pad(x, 10, 10), x)
+
+
+@pytest.mark.parametrize("x, x_shape, want, shape", [
+    (_EIGHT, [2, 4, 1], [0, 1, 2, 3, 4, 0, 0, 5, 6, 7, 8, 0], [2, 6, 1]),
+    (_EIGHT, [2, 4, 1], [0, 1, 2, 3, 4, 0, 0, 0, 5, 6, 7, 8, 0, 0], [2, 7, 1]),
+    (_EIGHT, [2, 4, 1], [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0], [4, 4, 1]),
+    (_EIGHT, [2, 4, 1], [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0], [5, 4, 1]),
+    (_EIGHT, [2, 4, 1], [2, 3, 6, 7], [2, 2, 1]),
+    (list(range(1, 13)), [2, 6, 1], [2, 3, 4, 8, 9, 10], [2, 3, 1]),
+    (_EIGHT, [4, 2, 1], [3, 4, 5, 6], [2, 2, 1]),
+    (list(range(1, 17)), [8, 2, 1], [3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [5, 2, 1]),
+    (_EIGHT, [2, 4, 1], [0, 0, 2, 3, 6, 7, 0, 0], [4, 2, 1]),
+    (_EIGHT, [4, 2, 1], [0, 3, 4, 0, 0, 5, 6, 0], [2, 4, 1]),
+])
+def test_resize_with_crop_or_pad(x, x_shape, want, shape):
+    got = tps.image.resize_with_crop_or_pad(np.array(x).reshape(x_shape), shape[0], shape[1])
+    np.testing.assert_array_equal(got, np.array(want).reshape(shape))
+
+
+@pytest.mark.parametrize("shape", [[3, 5], [1, 3, 5, 1, 1]])
+def test_resize_with_crop_or_pad_non_3d_input(shape):
+    with pytest.raises(ValueError, match="must have either 3 or 4 dimensions"):
+        tps.image.resize_with_crop_or_pad(np.zeros(shape), 4, 4)
+
+
+@pytest.mark.parametrize("x_shape, target, want", [
+    ([10, 100, 100, 10], [250, 250], None),
+    ([100, 100, 10], [75, 50], [50, 50, 10]),
+    ([10, 100, 100, 10], [75, 50], [10, 50, 50, 10]),
+    ([100, 100, 10], [150, 200], [150, 150, 10]),
+    ([192, 108, 3], [384, 216], [384, 216, 3]),
+])
+def test_resize_preserve_aspect_ratio_shapes(x_shape, target, want):
+    x = np.zeros(x_shape, np.float32)
+    if want is None:
+        assert tps.image.resize(x, target).shape == (10, 250, 250, 10)
+    else:
+        assert tps.image.resize(x, target, preserve_aspect_ratio=True).shape == tuple(want)
+
+
+def test_resize_preserve_aspect_ratio_no_op():
+    x = np.random.default_rng(5).uniform(size=[10, 10, 10]).astype(np.float32)
+    np.testing.assert_allclose(tps.image.resize(x, [10, 10], preserve_aspect_ratio=True), x, rtol=1e-6)
