@@ -285,3 +285,61 @@ def test_resize_preserve_aspect_ratio_shapes(x_shape, target, want):
 def test_resize_preserve_aspect_ratio_no_op():
     x = np.random.default_rng(5).uniform(size=[10, 10, 10]).astype(np.float32)
     np.testing.assert_allclose(tps.image.resize(x, [10, 10], preserve_aspect_ratio=True), x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("original, src, dst, expected", [
+    ([0, 255], np.uint8, np.int16, [0, 255 * 128]),
+    ([0, 32767], np.int16, np.uint8, [0, 255]),
+    ([0, 2**32], np.int64, np.int32, [0, 1]),
+    ([0, 1], np.int32, np.int64, [0, 2**32]),
+    ([-1.0, 0, 1.0, 200000], np.float32, np.float64, [-1.0, 0, 1.0, 200000]),
+    ([-1.0, 0, 1.0, 200000], np.float64, np.float32, [-1.0, 0, 1.0, 200000]),
+    ([0, 1, 255], np.uint8, np.float32, [0, 1.0 / 255.0, 1]),
+    ([0, 1.1 / 255.0, 1], np.float32, np.uint8, [0, 1, 255]),
+    ([0, 255 * 256], np.uint16, np.uint8, [0, 255]),
+    ([0, 255], np.uint8, np.uint16, [0, 255 * 256]),
+    ([0, 127 * 2 * 256], np.uint16, np.int8, [0, 127]),
+    ([0, 127], np.int8, np.uint16, [0, 127 * 2 * 256]),
+    ([0, 255 * 256], np.uint16, np.int16, [0, 255 * 128]),
+    ([0, 255 * 128], np.int16, np.uint16, [0, 255 * 256]),
+])
+def test_convert_image_dtype(original, src, dst, expected):
+    x = np.array(original, src)
+    for saturate in ([False, True] if dst in (np.float32, np.float64, np.int32, np.int64) else [False]):
+        y = tps.image.convert_image_dtype(x, dst, saturate=saturate)
+        assert y.dtype == dst
+        np.testing.assert_allclose(y, np.array(expected, dst), atol=1e-5)
+
+
+def test_convert_image_dtype_to_the_same_dtype_returns_the_image():
+    image = np.array([1], np.uint8)
+    assert tps.image.convert_image_dtype(image, np.uint8) is image
+
+
+def _cumsum_image(shape):
+    return np.cumsum(np.arange(int(np.prod(shape)))).reshape(shape)
+
+
+def _total_variation(x):
+    axis = None if x.ndim == 3 else (1, 2, 3)
+    return (np.abs(np.diff(x, axis=-3)).sum(axis=axis) + np.abs(np.diff(x, axis=-2)).sum(axis=axis))
+
+
+def test_total_variation_against_its_definition():
+    a = _cumsum_image((100, 80, 3))
+    for x in (a, a + 1, -a, 1.1 * a):
+        np.testing.assert_allclose(tps.image.total_variation(x), _total_variation(x))
+    b = a[np.newaxis]
+    multi = np.vstack((b, b + 1, -b, 1.1 * b))
+    np.testing.assert_allclose(tps.image.total_variation(multi), _total_variation(multi))
+
+
+def test_total_variation_handmade():
+    a = np.dstack(([[1, 2], [4, 7]], [[11, 18], [29, 47]], [[73, 120], [193, 313]]))
+    assert tps.image.total_variation(a) == 564
+    assert tps.image.total_variation(a + 1) == 564
+    assert tps.image.total_variation(-a) == 564
+    np.testing.assert_allclose(tps.image.total_variation(1.1 * a), 1.1 * 564)
+    np.testing.assert_allclose(tps.image.total_variation(1.2 * a), 1.2 * 564)
+    multi = np.stack([a, 1.1 * a, 1.2 * a])
+    np.testing.assert_allclose(tps.image.total_variation(multi), 564 * np.array([1.0, 1.1, 1.2]))
