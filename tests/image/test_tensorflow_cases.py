@@ -343,3 +343,64 @@ def test_total_variation_handmade():
     np.testing.assert_allclose(tps.image.total_variation(1.2 * a), 1.2 * 564)
     multi = np.stack([a, 1.1 * a, 1.2 * a])
     np.testing.assert_allclose(tps.image.total_variation(multi), 564 * np.array([1.0, 1.1, 1.2]))
+
+
+def _psnr_numpy(orig, target, max_value):
+    mse = ((orig - target) ** 2).mean(axis=(-3, -2, -1))
+    return 20 * np.log10(max_value) - 10 * np.log10(mse)
+
+
+@pytest.mark.parametrize("shape", [(8, 8, 1), (10, 8, 8, 1)])
+def test_psnr_against_numpy(shape):
+    rng = np.random.default_rng(len(shape))
+    a, b = rng.random(shape).astype(np.float32), rng.random(shape).astype(np.float32)
+    np.testing.assert_allclose(tps.image.psnr(a, b, 1.0), _psnr_numpy(a, b, 1), atol=0.001)
+
+
+def test_psnr_of_uint8_equals_psnr_of_the_float_images_and_is_infinite_for_equal_images():
+    rng = np.random.default_rng(11)
+    a = (rng.random((10, 8, 8, 1)) * 255).astype(np.uint8)
+    b = (rng.random((10, 8, 8, 1)) * 255).astype(np.uint8)
+    as_float = tps.image.psnr(tps.image.convert_image_dtype(a, np.float32),
+                              tps.image.convert_image_dtype(b, np.float32), 1.0)
+    np.testing.assert_allclose(tps.image.psnr(a, b, 255), as_float, atol=0.001)
+    assert np.all(np.isinf(tps.image.psnr(a, a, 255)))
+
+
+def test_ssim_of_opposite_ramps_is_negative():
+    step = np.expand_dims(np.arange(0, 256, 16, dtype=np.uint8), axis=0)
+    img1 = np.tile(step, (16, 1))
+    img2 = np.fliplr(img1)
+    assert tps.image.ssim(img1.reshape(1, 16, 16, 1), img2.reshape(1, 16, 16, 1), 255)[0] < 0
+
+
+def test_ssim_of_uint8_equals_ssim_of_the_float_images_and_broadcasts_batches():
+    rng = np.random.default_rng(12)
+    a = (rng.random((1, 16, 16, 3)) * 255).astype(np.uint8)
+    b = (rng.random((1, 16, 16, 3)) * 255).astype(np.uint8)
+    as_float = tps.image.ssim(tps.image.convert_image_dtype(a, np.float32),
+                              tps.image.convert_image_dtype(b, np.float32), 1.0)
+    np.testing.assert_allclose(tps.image.ssim(a, b, 255), as_float, atol=0.001)
+    pair = np.concatenate([a, b]).astype(np.float32) / 255
+    scores = tps.image.ssim(pair[None], pair[:, None], 1.0)
+    assert scores.shape == (2, 2)
+    np.testing.assert_allclose(np.diag(scores), [1, 1], atol=1e-6)
+    np.testing.assert_allclose(scores[0, 1], scores[1, 0], rtol=1e-6)
+
+
+def test_image_gradients():
+    img = np.array([[1, 3, 4, 2], [8, 7, 5, 6]]).reshape(1, 2, 4, 1)
+    dy, dx = tps.image.image_gradients(img)
+    np.testing.assert_array_equal(dy, np.reshape([[7, 4, 1, 4], [0, 0, 0, 0]], (1, 2, 4, 1)))
+    np.testing.assert_array_equal(dx, np.reshape([[2, 1, -2, 0], [-1, -2, 1, 0]], (1, 2, 4, 1)))
+
+
+@pytest.mark.parametrize("boxes, scores", [
+    ([0.0, 0.0, 1.0, 1.0], [0.9]),
+    ([[0.0, 0.0, 1.0]], [0.9]),
+    ([[0.0, 0.0, 1.0, 1.0]], [0.9, 0.75]),
+    ([[0.0, 0.0, 1.0, 1.0]], [[0.9]]),
+])
+def test_non_max_suppression_invalid_shapes(boxes, scores):
+    with pytest.raises(ValueError):
+        tps.image.non_max_suppression(boxes, scores, 3, 0.5)
