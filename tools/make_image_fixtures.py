@@ -247,6 +247,12 @@ def boxes_cases(rng: np.random.Generator) -> dict[str, np.ndarray]:
     c("ssim/f32_small_filter", "ssim", af, img2=bf, max_val=1.0, filter_size=5, filter_sigma=0.8, k1=0.02,
       k2=0.05)
     c("ssim/map", "ssim", af, img2=bf, max_val=1.0, return_index_map=True)
+    big_a = rng.integers(0, 256, size=(1, 181, 177, 1), dtype=np.uint8)
+    big_b = np.clip(big_a.astype(int) + rng.integers(-40, 40, size=big_a.shape), 0, 255).astype(np.uint8)
+    c("msssim/u8", "ssim_multiscale", big_a, img2=big_b, max_val=255)
+    c("msssim/small", "ssim_multiscale", af, img2=bf, max_val=1.0, power_factors=[0.3, 0.7], filter_size=5)
+    c("msssim/three", "ssim_multiscale", a8[:, :15, :17], img2=b8[:, :15, :17], max_val=255,
+      power_factors=[0.2, 0.5, 0.3], filter_size=3, filter_sigma=0.7)
     for k, seed in enumerate([(1, 2), (7, 8), (0, 0), (-5, 123456789012), (42, 42)]):
         size = np.array([[40, 60, 3], [300, 200, 3], [17, 23, 1], [480, 640, 3], [64, 64, 3]][k], np.int32)
         box = np.array([[[0.2, 0.3, 0.6, 0.7], [0.0, 0.0, 0.3, 0.2]]], np.float32)

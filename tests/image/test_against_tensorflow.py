@@ -25,9 +25,9 @@ _ROUNDED = {"per_image_standardization", "adjust_contrast", "adjust_saturation",
             "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv", "yuv_to_rgb", "rgb_to_grayscale", "resize_with_pad",
             "stateless_random_contrast", "stateless_random_saturation", "stateless_random_hue",
             "adjust_gamma", "crop_and_resize", "psnr", "ssim", "non_max_suppression_with_scores",
-            "total_variation", "rgb_to_yiq", "yiq_to_rgb", "sobel_edges"}
+            "total_variation", "ssim_multiscale", "rgb_to_yiq", "yiq_to_rgb", "sobel_edges"}
 # Ops on integer images whose result is a float result converted back: may round the other way.
-_ROUNDED_INT = _ROUNDED - {"non_max_suppression_with_scores", "total_variation", "rgb_to_yiq", "yiq_to_rgb", "sobel_edges"}
+_ROUNDED_INT = _ROUNDED - {"non_max_suppression_with_scores", "total_variation", "ssim_multiscale", "rgb_to_yiq", "yiq_to_rgb", "sobel_edges"}
 
 
 def _call(fixtures, case: str):

@@ -48,6 +48,7 @@ from tpustrategy._src.image.gradients import sobel_edges as sobel_edges
 from tpustrategy._src.image.quality import extract_patches as extract_patches
 from tpustrategy._src.image.quality import psnr as psnr
 from tpustrategy._src.image.quality import ssim as ssim
+from tpustrategy._src.image.quality import ssim_multiscale as ssim_multiscale
 from tpustrategy._src.image.quality import total_variation as total_variation
 from tpustrategy._src.image.random_ops import random_brightness as random_brightness
 from tpustrategy._src.image.random_ops import random_contrast as random_contrast

@@ -100,7 +100,14 @@ def ssim(img1: Any, img2: Any, max_val: float, filter_size: int = 11, filter_sig
     if min(x.shape[-3:-1]) < size:
         raise InvalidArgumentError(f"{api}: images of shape {tuple(x.shape)} are smaller than "
                                    f"filter_size={size}.\nFix: pass a smaller filter_size or larger images.")
-    kernel = _gauss(size, filter_sigma)
+    value, _ = _ssim_per_channel(x, y, peak, size, filter_sigma, k1, k2, return_index_map)
+    return np.asarray(value.mean(axis=-1, dtype=_F), _F)
+
+
+def _ssim_per_channel(x: np.ndarray, y: np.ndarray, peak: np.ndarray, size: int, sigma: float, k1: float,
+                      k2: float, index_map: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """SSIM and contrast-structure per channel: ``[..., channels]`` (or maps with ``index_map``)."""
+    kernel = _gauss(size, sigma)
     c1 = _F((_F(k1) * peak) ** 2)
     c2 = _F((_F(k2) * peak) ** 2)
     mean0, mean1 = _filter_valid(x, kernel), _filter_valid(y, kernel)
@@ -111,9 +118,74 @@ def ssim(img1: Any, img2: Any, max_val: float, filter_size: int = 11, filter_sig
     den1 = _filter_valid(np.square(x) + np.square(y), kernel)
     cs = (num1 - num0 + c2) / (den1 - den0 + c2)
     value = luminance * cs
-    if not return_index_map:
+    if not index_map:
         value = value.mean(axis=(-3, -2), dtype=_F)
-    return np.asarray(value.mean(axis=-1, dtype=_F).astype(_F))
+        cs = cs.mean(axis=(-3, -2), dtype=_F)
+    return value, cs
+
+
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+
+
+def ssim_multiscale(img1: Any, img2: Any, max_val: float, power_factors: Any = _MSSSIM_WEIGHTS,
+                    filter_size: int = 11, filter_sigma: float = 1.5, k1: float = 0.01,
+                    k2: float = 0.03) -> np.ndarray:
+    """Multi-scale SSIM (Wang, Simoncelli & Bovik 2003) per image (``tf.image.ssim_multiscale``).
+
+    At each of ``len(power_factors)`` scales the images are halved by 2x2 averaging (an odd side
+    is first extended by mirroring its last row or column); the result is the product of the
+    contrast-structure terms of all but the last scale and the SSIM of the last, each clipped at 0
+    and raised to its power factor, averaged over channels.
+
+    Args:
+      img1: ``[..., height, width, channels]``; the smallest scale must still hold ``filter_size``.
+      img2: the same shape and dtype.
+      max_val: the dynamic range (255 for uint8, 1.0 for floats in [0, 1]).
+      power_factors: the weight of each scale; default Wang et al.'s five.
+      filter_size: the Gaussian window size.
+      filter_sigma: the window's standard deviation.
+      k1: the luminance constant.
+      k2: the contrast constant.
+
+    Returns:
+      float32 ``[...]``.
+
+    Raises:
+      InvalidArgumentError: images too small for the filter at the smallest scale.
+    """
+    api = "tps.image.ssim_multiscale"
+    x, y = _pair(img1, img2, api)
+    peak = _max_val(max_val, x.dtype)
+    imgs = [convert_image_dtype(x, np.float32), convert_image_dtype(y, np.float32)]
+    factors = [float(f) for f in power_factors]
+    size = int(filter_size)
+    mcs: list[np.ndarray] = []
+    value = np.zeros(0, _F)
+    for scale in range(len(factors)):
+        if scale > 0:
+            imgs = [_halve(image) for image in imgs]
+        if min(imgs[0].shape[-3:-1]) < size:
+            raise InvalidArgumentError(
+                f"{api}: at scale {scale} the images are {imgs[0].shape[-3:-1]}, smaller than "
+                f"filter_size={size}.\nFix: pass images of at least {size * 2 ** (len(factors) - 1)} "
+                "pixels a side, fewer power_factors, or a smaller filter_size.")
+        value, cs = _ssim_per_channel(imgs[0], imgs[1], peak, size, filter_sigma, k1, k2)
+        mcs.append(np.maximum(cs, _F(0)))
+    mcs.pop()
+    stacked = np.stack(mcs + [np.maximum(value, _F(0))], axis=-1)
+    weighted = np.prod(np.power(stacked, np.array(factors, _F)), axis=-1, dtype=_F)
+    return np.asarray(weighted.mean(axis=-1, dtype=_F), _F)
+
+
+def _halve(image: np.ndarray) -> np.ndarray:
+    """2x2 average pooling ('VALID') after mirroring an odd last row / column."""
+    pad_h, pad_w = image.shape[-3] % 2, image.shape[-2] % 2
+    if pad_h or pad_w:
+        pad = [(0, 0)] * (image.ndim - 3) + [(0, pad_h), (0, pad_w), (0, 0)]
+        image = np.pad(image, pad, mode="symmetric")
+    h, w = image.shape[-3] // 2, image.shape[-2] // 2
+    blocks = image.reshape(image.shape[:-3] + (h, 2, w, 2, image.shape[-1]))
+    return np.asarray(blocks.mean(axis=(-4, -2), dtype=_F), _F)
 
 
 def total_variation(images: Any, name: str | None = None) -> np.ndarray:
