@@ -107,8 +107,58 @@ def test_per_replica_mode_is_not_implemented_on_tpu_strategy():
 def test_input_options_are_validated():
     with pytest.raises(ValueError, match="partial_batch"):
         tps.InputOptions(partial_batch="truncate")
-    with pytest.raises(ValueError, match="experimental_fetch_to_device=False"):
-        tps.InputOptions(experimental_place_dataset_on_device=True)
+
+
+# TensorFlow's InputOptions is a namedtuple that accepts every combination; input_util checks the
+# dataset placement against the replication mode when a dataset is distributed.
+PLACED_PER_WORKER = dict(experimental_place_dataset_on_device=True, experimental_fetch_to_device=False)
+PLACED_AND_FETCHED = dict(experimental_place_dataset_on_device=True,
+                          experimental_replication_mode=tps.InputReplicationMode.PER_REPLICA)
+
+
+@pytest.mark.parametrize("kwargs", [PLACED_PER_WORKER, PLACED_AND_FETCHED, dict(experimental_place_dataset_on_device=True)])
+def test_input_options_accept_every_combination_as_tensorflow_does(kwargs):
+    options = tps.InputOptions(**kwargs)
+    assert options.experimental_place_dataset_on_device is True
+
+
+def test_dataset_placement_without_per_replica_is_refused_when_distributing():
+    s = _up_to(2)
+    ds = tpsd.Dataset.range(8).batch(2)
+    message = ("When `experimental_place_dataset_on_device` is set for dataset placement, you must "
+               "also specify `PER_REPLICA` for the replication mode")
+    with pytest.raises(ValueError) as info:
+        s.distribute_datasets_from_function(lambda ctx: ds, tps.InputOptions(**PLACED_PER_WORKER))
+    assert str(info.value).split("\n")[0] == message
+    assert "PER_REPLICA" in str(info.value).split("\n", 1)[1]
+
+
+def test_experimental_distribute_dataset_ignores_dataset_placement_as_tensorflow_does():
+    # TensorFlow 2.21: MirroredStrategy.experimental_distribute_dataset(ds, InputOptions(
+    # experimental_place_dataset_on_device=True, experimental_fetch_to_device=False)) is accepted.
+    s = _up_to(2)
+    dist = s.experimental_distribute_dataset(tpsd.Dataset.range(8).batch(2),
+                                             tps.InputOptions(**PLACED_PER_WORKER))
+    values = [int(v) for x in dist for c in s.experimental_local_results(x) for v in np.asarray(c).ravel()]
+    assert values == list(range(8))
+
+
+def test_dataset_placement_with_fetch_to_device_is_refused_when_distributing():
+    s = tps.MirroredStrategy()
+    message = ("`experimental_place_dataset_on_device` can not be set to True when "
+               "experimental_fetch_to_device is True and replication mode is set to `PER_REPLICA`")
+    with pytest.raises(ValueError) as info:
+        s.distribute_datasets_from_function(lambda ctx: tpsd.Dataset.range(8).batch(1),
+                                            tps.InputOptions(**PLACED_AND_FETCHED))
+    assert str(info.value).split("\n")[0] == message
+
+
+def test_per_replica_is_refused_before_the_placement_check_in_distribute_dataset():
+    # TensorFlow's strategy raises NotImplementedError before input_util looks at the placement.
+    s = _up_to(2)
+    with pytest.raises(NotImplementedError, match="distribute_datasets_from_function"):
+        s.experimental_distribute_dataset(tpsd.Dataset.range(8).batch(2),
+                                          tps.InputOptions(**PLACED_AND_FETCHED))
 
 
 @pytest.mark.parametrize("case_id", ["numpy_ds_array", "numpy_ds_list_stacked"])

@@ -19,7 +19,11 @@ import numpy as np
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import InvalidArgumentError, OutOfRangeError
 from tpustrategy._src.input import autoshard, interfaces, split, to_device
-from tpustrategy._src.input.input_context import InputOptions, InputReplicationMode, check_options
+from tpustrategy._src.input.input_context import (
+    InputOptions,
+    InputReplicationMode,
+    check_options,
+)
 from tpustrategy._src.input.prefetch import Prefetcher
 from tpustrategy._src.values.distributed import PerReplica
 
@@ -282,6 +286,8 @@ class DistributedDataset(interfaces.DistributedDataset):
                 "InputReplicationMode.PER_REPLICA is only supported in "
                 "`distribute_datasets_from_function`."
             )
+        # TensorFlow's experimental_distribute_dataset ignores experimental_place_dataset_on_device
+        # (only datasets from a function are placed): no placement check here.
         if not isinstance(dataset, Dataset):
             raise TypeError(
                 "experimental_distribute_dataset: `dataset` must be a tpustrategy.data.Dataset. "

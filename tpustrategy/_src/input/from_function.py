@@ -19,7 +19,12 @@ import numpy as np
 from tpustrategy._src.context import contracts
 from tpustrategy._src.input import interfaces, split
 from tpustrategy._src.input.distributed import _check_not_in_replica, _StepSource
-from tpustrategy._src.input.input_context import InputContext, InputReplicationMode, check_options
+from tpustrategy._src.input.input_context import (
+    InputContext,
+    InputReplicationMode,
+    check_options,
+    check_placement,
+)
 
 
 class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
@@ -35,13 +40,14 @@ class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
         self._strategy, self._options = strategy, options
         self._num_local = n // num_pipelines
         per_replica = options.experimental_replication_mode is InputReplicationMode.PER_REPLICA
+        if per_replica and not strategy.supports_per_replica_input:  # MirroredStrategy (contracts)
+            raise NotImplementedError(
+                "InputReplicationMode.PER_REPLICA is only supported in MirroredStrategy's "
+                f"distribute_datasets_from_function; {type(strategy).__name__} builds one "
+                "input pipeline per process.\nFix: use InputReplicationMode.PER_WORKER."
+            )
+        check_placement(options)
         if per_replica:
-            if not strategy.supports_per_replica_input:  # MirroredStrategy (context.contracts)
-                raise NotImplementedError(
-                    "InputReplicationMode.PER_REPLICA is only supported in MirroredStrategy's "
-                    f"distribute_datasets_from_function; {type(strategy).__name__} builds one "
-                    "input pipeline per process.\nFix: use InputReplicationMode.PER_WORKER."
-                )
             contexts = [InputContext(n, pipeline_id * self._num_local + j, n) for j in range(self._num_local)]
         else:
             contexts = [InputContext(num_pipelines, pipeline_id, n)]

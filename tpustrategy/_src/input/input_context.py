@@ -115,22 +115,33 @@ class InputOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"InputOptions: `{name}` must be an int >= 0. Received: {value!r}.")
-        if self.experimental_place_dataset_on_device:
-            if self.experimental_fetch_to_device:
-                raise ValueError(
-                    "InputOptions: `experimental_place_dataset_on_device` needs "
-                    "`experimental_fetch_to_device=False`."
-                )
-            if self.experimental_replication_mode is not InputReplicationMode.PER_REPLICA:
-                raise ValueError(
-                    "InputOptions: `experimental_place_dataset_on_device` needs "
-                    "`experimental_replication_mode=InputReplicationMode.PER_REPLICA`."
-                )
 
 
 def check_options(options: Any) -> InputOptions:
+    """``options`` (None: the defaults), of the right type."""
     if options is None:
         return InputOptions()
     if not isinstance(options, InputOptions):
         raise TypeError(f"`options` must be a tps.InputOptions. Received: {type(options).__name__}.")
     return options
+
+
+def check_placement(options: InputOptions) -> None:
+    """The dataset placement against the replication mode, checked where TensorFlow checks it:
+    when a dataset is distributed, after the strategy's own checks (TensorFlow's ``input_util``;
+    ``InputOptions`` itself accepts every combination)."""
+    per_replica = options.experimental_replication_mode is InputReplicationMode.PER_REPLICA
+    if options.experimental_place_dataset_on_device and not per_replica:
+        raise ValueError(
+            "When `experimental_place_dataset_on_device` is set for dataset placement, you must "
+            "also specify `PER_REPLICA` for the replication mode\n"
+            "Fix: pass experimental_replication_mode=tps.InputReplicationMode.PER_REPLICA (with "
+            "distribute_datasets_from_function and experimental_fetch_to_device=False), or leave "
+            "experimental_place_dataset_on_device False."
+        )
+    if options.experimental_place_dataset_on_device and options.experimental_fetch_to_device:
+        raise ValueError(
+            "`experimental_place_dataset_on_device` can not be set to True when "
+            "experimental_fetch_to_device is True and replication mode is set to `PER_REPLICA`\n"
+            "Fix: pass experimental_fetch_to_device=False with it."
+        )
