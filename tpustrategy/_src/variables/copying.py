@@ -42,10 +42,11 @@ def _copy_array(value: jax.Array) -> jax.Array:
 def deep_copy(var: V, memo: dict[int, Any]) -> V:
     """A new variable equal to ``var`` now, independent of it from then on."""
     if frames.current() is not None or isinstance(var._value, jax.core.Tracer):
+        # TensorFlow's text first (inside tf.function it raises the same).
         raise NotImplementedError(
-            f"deepcopy() is only available when eager execution is enabled (variable {var.name!r} was "
-            "copied while a strategy.run / tps.function step was being traced).\nFix: copy the variable "
-            "outside the step, e.g. right after creating it.")
+            "__deepcopy__() is only available when eager execution is enabled.\n"
+            f"(variable {var.name!r} was copied while a strategy.run / tps.function step was being "
+            "traced.)\nFix: copy the variable outside the step, e.g. right after creating it.")
     new = object.__new__(type(var))
     new.__dict__.update(var.__dict__)
     new._id = ids.next_id()
