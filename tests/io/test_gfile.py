@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
-from tpustrategy._src.errors import AlreadyExistsError, NotFoundError, PermissionDeniedError, UnimplementedError
+from tpustrategy._src.errors import (
+    AlreadyExistsError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnimplementedError,
+)
 
 gfile = tps.io.gfile
 
