@@ -5,6 +5,7 @@ of ``bytes``), results are NumPy arrays; nothing here imports JAX. Image codecs 
 ``pip install 'tpustrategy[images]'``.
 """
 
+from tpustrategy._src.io.csv_ops import decode_csv as decode_csv
 from tpustrategy._src.io.files import matching_files as matching_files
 from tpustrategy._src.io.files import read_file as read_file
 from tpustrategy._src.io.files import write_file as write_file
@@ -17,7 +18,10 @@ from tpustrategy._src.io.image_ops import decode_png as decode_png
 from tpustrategy._src.io.image_ops import encode_jpeg as encode_jpeg
 from tpustrategy._src.io.image_ops import encode_png as encode_png
 from tpustrategy._src.io.image_ops import extract_jpeg_shape as extract_jpeg_shape
+from tpustrategy._src.io.json_example import decode_json_example as decode_json_example
 from tpustrategy._src.io.raw import decode_raw as decode_raw
+from tpustrategy._src.io.tensor_proto import parse_tensor as parse_tensor
+from tpustrategy._src.io.tensor_proto import serialize_tensor as serialize_tensor
 from tpustrategy._src.io.text_ops import decode_base64 as decode_base64
 from tpustrategy._src.io.text_ops import decode_compressed as decode_compressed
 from tpustrategy._src.io.text_ops import encode_base64 as encode_base64

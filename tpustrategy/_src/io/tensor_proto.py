@@ -17,7 +17,7 @@ import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.io import _wire
-from tpustrategy._src.io._tensors import as_dtype, dtype_name, to_bytes
+from tpustrategy._src.io._tensors import as_dtype, dtype_name, string_array, to_bytes
 
 # TensorFlow's DataType enum (types.proto) and the names its kernels print (DataTypeString).
 _ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
@@ -192,9 +192,13 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
     """
     del name
     api = "tps.io.parse_tensor"
-    from tpustrategy._src.io._tensors import scalar_string
-
-    data = scalar_string(serialized, api=api, arg="serialized")
+    strings = string_array(serialized, api=api, arg="serialized")
+    if strings.ndim:
+        raise InvalidArgumentError(
+            f"Expected `serialized` to be a scalar, got shape: {list(strings.shape)}".replace(", ", ",")
+            + f"\n{api}: parse one tensor at a time; for a batch, map the op over the elements "
+            "(dataset.map before .batch).")
+    data = strings[()]
     want = dtype_name(as_dtype(out_type, api=api, arg="out_type"))
     try:
         enum, shape, content, typed = 0, [], None, []
