@@ -195,7 +195,8 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
     strings = string_array(serialized, api=api, arg="serialized")
     if strings.ndim:
         raise InvalidArgumentError(
-            f"Expected `serialized` to be a scalar, got shape: {list(strings.shape)}".replace(", ", ",")
+            "Expected `serialized` to be a scalar, got shape: "
+            + str(list(strings.shape)).replace(", ", ",")
             + f"\n{api}: parse one tensor at a time; for a batch, map the op over the elements "
             "(dataset.map before .batch).")
     data = strings[()]
