@@ -53,8 +53,9 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def read_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """``(field number, wire type, value)`` for each field: an int for varints, else bytes."""
+def read_fields(data: bytes) -> Iterator[tuple[int, int, int, bytes]]:
+    """``(field number, wire type, number, payload)`` per field: varints give their value in
+    ``number`` (payload ``b""``), the other wire types their bytes in ``payload`` (number 0)."""
     pos, end = 0, len(data)
     while pos < end:
         key, pos = read_varint(data, pos)
@@ -63,7 +64,7 @@ def read_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
             raise WireFormatError("field number 0")
         if wire_type == VARINT:
             value, pos = read_varint(data, pos)
-            yield number, wire_type, value
+            yield number, wire_type, value, b""
             continue
         if wire_type == LENGTH:
             size, pos = read_varint(data, pos)
@@ -73,7 +74,7 @@ def read_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
             raise WireFormatError(f"unsupported wire type {wire_type}")
         if pos + size > end:
             raise WireFormatError("truncated field")
-        yield number, wire_type, data[pos:pos + size]
+        yield number, wire_type, 0, data[pos:pos + size]
         pos += size
 
 

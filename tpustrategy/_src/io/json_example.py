@@ -41,7 +41,7 @@ class _JsonError(Exception):
         self.path, self.what, self.detail = path, what, detail
 
 
-class _Object(list):
+class _Object(list[tuple[str, Any]]):
     """A JSON object as its (key, value) pairs: a map's order and repeated keys matter."""
 
 

@@ -151,21 +151,21 @@ def _parse_error(data: bytes) -> InvalidArgumentError:
         + "\ntps.io.parse_tensor: pass the bytes written by serialize_tensor (a TensorProto).")
 
 
-def _numbers(values: list[tuple[int, int | bytes]], fmt: str, varint_bits: int) -> list[Any]:
+def _numbers(values: list[tuple[int, int, bytes]], fmt: str, varint_bits: int) -> list[Any]:
     """Element values of one typed field, packed (one LENGTH field) or one per field."""
     out: list[Any] = []
-    for wire_type, value in values:
+    for wire_type, number, payload in values:
         if wire_type == _wire.LENGTH and fmt == "varint":
             pos = 0
-            while pos < len(value):
-                number, pos = _wire.read_varint(value, pos)
-                out.append(_wire.signed(number, varint_bits) if varint_bits else number)
+            while pos < len(payload):
+                item, pos = _wire.read_varint(payload, pos)
+                out.append(_wire.signed(item, varint_bits) if varint_bits else item)
         elif wire_type == _wire.LENGTH:
-            out.extend(np.frombuffer(value, np.dtype(fmt)).tolist())
+            out.extend(np.frombuffer(payload, np.dtype(fmt)).tolist())
         elif wire_type == _wire.VARINT and fmt == "varint":
-            out.append(_wire.signed(value, varint_bits) if varint_bits else value)
+            out.append(_wire.signed(number, varint_bits) if varint_bits else number)
         elif wire_type in (_wire.FIXED32, _wire.FIXED64) and fmt != "varint":
-            out.extend(np.frombuffer(value, np.dtype(fmt)).tolist())
+            out.extend(np.frombuffer(payload, np.dtype(fmt)).tolist())
         else:
             raise _wire.WireFormatError("wire type does not match the field")
     return out
@@ -199,26 +199,20 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
             + str(list(strings.shape)).replace(", ", ",")
             + f"\n{api}: parse one tensor at a time; for a batch, map the op over the elements "
             "(dataset.map before .batch).")
-    data = strings[()]
+    data = bytes(strings[()])
     want = dtype_name(as_dtype(out_type, api=api, arg="out_type"))
     try:
-        enum, shape, content, typed = 0, [], None, []
-        for number, wire_type, value in _wire.read_fields(data):
-            if number == 1 and wire_type == _wire.VARINT:
-                enum = value
-            elif number == 2 and wire_type == _wire.LENGTH:
-                shape = []
-                for dim_number, dim_wire, dim in _wire.read_fields(value):
-                    if dim_number == 2 and dim_wire == _wire.LENGTH:
-                        size = 0
-                        for f, w, v in _wire.read_fields(dim):
-                            if f == 1 and w == _wire.VARINT:
-                                size = _wire.signed(v)
-                        shape.append(size)
-            elif number == 4 and wire_type == _wire.LENGTH:
-                content = value
+        enum, shape, content = 0, [], None
+        typed: list[tuple[int, int, int, bytes]] = []
+        for field, wire_type, number, payload in _wire.read_fields(data):
+            if field == 1 and wire_type == _wire.VARINT:
+                enum = number
+            elif field == 2 and wire_type == _wire.LENGTH:
+                shape = _shape(payload)
+            elif field == 4 and wire_type == _wire.LENGTH:
+                content = payload
             else:
-                typed.append((number, wire_type, value))
+                typed.append((field, wire_type, number, payload))
     except _wire.WireFormatError:
         raise _parse_error(data) from None
     got = _FROM_ENUM.get(enum, f"type enum {enum}")
@@ -231,8 +225,8 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
         raise _cannot_parse(got, shape, "a dimension is negative")
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if want == "string":
-        values = [v for f, w, v in typed if f == _STRING_VAL and w == _wire.LENGTH]
-        return _fill(values, count, shape, np.dtype(object), got)
+        strs: list[Any] = [p for f, w, _n, p in typed if f == _STRING_VAL and w == _wire.LENGTH]
+        return _fill(strs, count, shape, np.dtype(object), got)
     if content is not None:
         if len(content) != count * dtype.itemsize:
             raise _cannot_parse(got, shape, f"tensor_content has {len(content)} bytes, the shape "
@@ -240,7 +234,7 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
         arr = np.frombuffer(content, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
         return arr
     field = _VAL_FIELD[want]
-    raw = [(w, v) for f, w, v in typed if f == field]
+    raw = [(w, n, p) for f, w, n, p in typed if f == field]
     try:
         if field in (_FLOAT_VAL, _SCOMPLEX_VAL):
             values = _numbers(raw, "<f4", 0)
@@ -257,6 +251,19 @@ def parse_tensor(serialized: Any, out_type: Any, name: str | None = None) -> Any
     if field == _HALF_VAL:  # the 16 bits of each half / bfloat16 value
         values = np.array(values, np.uint16).view(dtype).tolist() if values else []
     return _fill(values, count, shape, dtype, got)
+
+
+def _shape(payload: bytes) -> list[int]:
+    """The dimension sizes of a TensorShapeProto (``dim`` = 2, each with ``size`` = 1)."""
+    shape = []
+    for field, wire_type, _number, dim in _wire.read_fields(payload):
+        if field == 2 and wire_type == _wire.LENGTH:
+            size = 0
+            for f, w, n, _p in _wire.read_fields(dim):
+                if f == 1 and w == _wire.VARINT:
+                    size = _wire.signed(n)
+            shape.append(size)
+    return shape
 
 
 def _cannot_parse(type_name: str, shape: list[int], why: str) -> InvalidArgumentError:
