@@ -564,7 +564,7 @@ def main() -> None:
 
 
 def main_images() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
+    shutil.rmtree(INPUTS, ignore_errors=True)  # csv_cases.json / proto_cases.json stay
     os.makedirs(INPUTS)
     for name, data in make_inputs().items():
         with open(os.path.join(INPUTS, name), "wb") as f:

@@ -70,6 +70,10 @@ def _extract_fields(record: bytes, delim: int, use_quote: bool,
     n, pos, parsed, wanted = len(record), 0, 0, 0
     if not n:
         return fields
+    if b"\r" not in record and b"\n" not in record and not (use_quote and b'"' in record):
+        # Nothing quoted and no line breaks: the fields are exactly the delimiter's pieces.
+        pieces = record.split(bytes((delim,)))
+        return pieces if select is None else [pieces[c] for c in select if c < len(pieces)]
     quote, cr, lf = 0x22, 0x0D, 0x0A
     while pos < n:
         if record[pos] in (cr, lf):
@@ -130,8 +134,8 @@ def _exact(text: bytes) -> Fraction:
 
 
 def _parse_float(text: bytes, single: bool) -> float | None:
-    """absl's SimpleAtof / SimpleAtod: the correctly rounded value, or None if not a number."""
-    text = text.strip(_SPACE)
+    """absl's SimpleAtof / SimpleAtod of a stripped field: the correctly rounded value, or
+    None if it is not a number."""
     special = _SPECIAL.match(text)
     if special:
         value = float("nan") if special.group(2)[:1].lower() == b"n" else float("inf")
@@ -170,7 +174,7 @@ def _round_to_float32(text: bytes, value: float) -> float:
 
 
 def _parse_int(text: bytes, bits: int) -> int | None:
-    text = text.strip(_SPACE)
+    """absl's SimpleAtoi of a stripped field: decimal digits with an optional sign."""
     if not _INT.match(text):
         return None
     value = int(text)
@@ -267,8 +271,8 @@ def decode_csv(records: Any, record_defaults: Any, field_delim: str = ",",
     na = to_bytes(na_value)
     strings = string_array(records, api=_API, arg="records")
     flat = strings.reshape(-1)
-    columns = [np.empty(flat.shape, object) if t == "string" else np.zeros(flat.shape, t)
-               for t in types]
+    values: list[list[Any]] = [[None] * len(flat) for _ in types]
+    texts: list[dict[int, bytes]] = [{} for _ in types]  # float32 columns: decimal text per row
     for row, record in enumerate(flat):
         fields = _extract_fields(record, delim[0], bool(use_quote_delim), select)
         if len(fields) != len(types):
@@ -283,16 +287,52 @@ def decode_csv(records: Any, record_defaults: Any, field_delim: str = ",",
                         f"Field {col} is required but missing in record {row}!"
                         f"\n{_API}: record {row} is {record!r}; give column {col} a default "
                         "value in record_defaults to allow missing values.")
-                columns[col][row] = defaults[col].reshape(-1)[0]
-            elif t == "string":
-                columns[col][row] = field
+                values[col][row] = defaults[col].reshape(-1)[0]
+                continue
+            if t == "string":
+                values[col][row] = field
+                continue
+            text = field.strip(_SPACE)
+            if t.startswith("int"):
+                value: float | int | None = _parse_int(text, 32 if t == "int32" else 64)
+            elif _DEC.match(text):  # the common case: rounded to float32 below, all at once
+                value = float(text)
+                if t == "float32":
+                    texts[col][row] = text
             else:
-                value = (_parse_int(field, 32 if t == "int32" else 64) if t.startswith("int")
-                         else _parse_float(field, t == "float32"))
-                if value is None:
-                    raise InvalidArgumentError(
-                        f"Field {col} in record {row} is not a valid {tf_type_name(t)}: "
-                        f"{_ascii(field)}\n{_API}: record {row} is {record!r}.")
-                columns[col][row] = value
-    out = [c.reshape(strings.shape) for c in columns]
-    return [c[()] if c.dtype == object and c.ndim == 0 else c for c in out]
+                value = _parse_float(text, t == "float32")
+            if value is None:
+                raise InvalidArgumentError(
+                    f"Field {col} in record {row} is not a valid {tf_type_name(t)}: "
+                    f"{_ascii(field)}\n{_API}: record {row} is {record!r}.")
+            values[col][row] = value
+    out: list[Any] = []
+    for col, t in enumerate(types):
+        column: np.ndarray[Any, Any]
+        if t == "string":
+            column = np.empty(len(flat), object)
+            column[:] = values[col]
+        elif t == "float32":
+            column = _to_float32(np.array(values[col], np.float64), texts[col])
+        else:
+            column = np.array(values[col], t).reshape(len(flat))
+        column = column.reshape(strings.shape)
+        out.append(column[()] if t == "string" and column.ndim == 0 else column)
+    return out
+
+
+def _to_float32(doubles: np.ndarray, texts: dict[int, bytes]) -> np.ndarray:
+    """Rounds parsed doubles to float32; the rare double that sits exactly halfway between
+    two float32 values (or at the overflow threshold) is rounded again from its text."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        singles = doubles.astype(np.float32)
+        inexact = (singles.astype(np.float64) != doubles) & np.isfinite(doubles)
+        if not inexact.any():
+            return singles
+        toward = np.copysign(np.float32(np.inf), (doubles - singles.astype(np.float64)).astype(np.float32))
+        other = np.nextafter(singles, toward)
+        halfway = (singles.astype(np.float64) + other.astype(np.float64)) / 2 == doubles
+    for row in np.flatnonzero(inexact & (halfway | np.isinf(singles))):
+        if int(row) in texts:
+            singles[row] = _round_to_float32(texts[int(row)], float(doubles[row]))
+    return singles
