@@ -163,6 +163,18 @@ def test_float32_is_rounded_from_the_text_not_from_its_double():
     assert out[0] == np.nextafter(np.float32(1), np.float32(2))
 
 
+def test_float32_columns_round_halfway_doubles_from_their_text_row_by_row():
+    above_half = "1.00000005960464477539062500000000086736173798840354720596224069595336914"
+    below_max_threshold = "3.4028235677973366e38"  # its double is FLT_MAX + half an ulp
+    out = tps.io.decode_csv([above_half, '""', "0.1", below_max_threshold, "1e39", "0x1p-149", "nan"],
+                            [[2.5]])[0]
+    f32 = np.float32
+    want = [np.nextafter(f32(1), f32(2)), f32(2.5), f32(0.1), np.finfo(f32).max, f32(np.inf),
+            np.nextafter(f32(0), f32(1)), f32(np.nan)]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
+
+
 def test_in_a_dataset_map():
     import tpustrategy.data as tpsd
 
