@@ -45,6 +45,11 @@ from tpustrategy._src.image.geometry import rot90 as rot90
 from tpustrategy._src.image.geometry import transpose as transpose
 from tpustrategy._src.image.gradients import image_gradients as image_gradients
 from tpustrategy._src.image.gradients import sobel_edges as sobel_edges
+from tpustrategy._src.image.jpeg_quality import adjust_jpeg_quality as adjust_jpeg_quality
+from tpustrategy._src.image.jpeg_quality import random_jpeg_quality as random_jpeg_quality
+from tpustrategy._src.image.jpeg_quality import (
+    stateless_random_jpeg_quality as stateless_random_jpeg_quality,
+)
 from tpustrategy._src.image.quality import extract_patches as extract_patches
 from tpustrategy._src.image.quality import psnr as psnr
 from tpustrategy._src.image.quality import ssim as ssim
@@ -75,3 +80,14 @@ from tpustrategy._src.image.random_ops import (
 from tpustrategy._src.image.resize import ResizeMethod as ResizeMethod
 from tpustrategy._src.image.resize import resize as resize
 from tpustrategy._src.image.resize import resize_with_pad as resize_with_pad
+
+# The codecs are tf.io's, exported under tf.image too (as TensorFlow does).
+from tpustrategy._src.io.image_ops import decode_and_crop_jpeg as decode_and_crop_jpeg
+from tpustrategy._src.io.image_ops import decode_bmp as decode_bmp
+from tpustrategy._src.io.image_ops import decode_gif as decode_gif
+from tpustrategy._src.io.image_ops import decode_image as decode_image
+from tpustrategy._src.io.image_ops import decode_jpeg as decode_jpeg
+from tpustrategy._src.io.image_ops import decode_png as decode_png
+from tpustrategy._src.io.image_ops import encode_jpeg as encode_jpeg
+from tpustrategy._src.io.image_ops import encode_png as encode_png
+from tpustrategy._src.io.image_ops import extract_jpeg_shape as extract_jpeg_shape

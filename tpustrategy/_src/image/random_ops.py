@@ -53,6 +53,14 @@ def _stateful(api: str, seed: Any) -> Uniform:
     return uniform
 
 
+def stateful_integers(api: str, seed: Any, low: int, high: int) -> int:
+    """One int in ``[low, high)`` from ``api``'s generator for ``seed`` (as ``_stateful``'s)."""
+    op_seed = _check_op_seed(seed, api)
+    with _LOCK:
+        gen = _UNSEEDED if op_seed is None else _GENERATORS.setdefault((api, op_seed), np.random.default_rng(op_seed))
+        return int(gen.integers(low, high))
+
+
 def _stateless(api: str, seed: Any) -> Uniform:
     pair = philox.check_seed(seed, api)
 

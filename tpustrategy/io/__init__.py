@@ -1,0 +1,28 @@
+"""TensorFlow's ``tf.io`` input-pipeline ops as NumPy functions (``tps.io``).
+
+For ``Dataset.map`` functions and anywhere else: strings are ``bytes`` (or object arrays
+of ``bytes``), results are NumPy arrays; nothing here imports JAX. Image codecs need
+``pip install 'tpustrategy[images]'``.
+"""
+
+from tpustrategy._src.io.csv_ops import decode_csv as decode_csv
+from tpustrategy._src.io.files import matching_files as matching_files
+from tpustrategy._src.io.files import read_file as read_file
+from tpustrategy._src.io.files import write_file as write_file
+from tpustrategy._src.io.image_ops import decode_and_crop_jpeg as decode_and_crop_jpeg
+from tpustrategy._src.io.image_ops import decode_bmp as decode_bmp
+from tpustrategy._src.io.image_ops import decode_gif as decode_gif
+from tpustrategy._src.io.image_ops import decode_image as decode_image
+from tpustrategy._src.io.image_ops import decode_jpeg as decode_jpeg
+from tpustrategy._src.io.image_ops import decode_png as decode_png
+from tpustrategy._src.io.image_ops import encode_jpeg as encode_jpeg
+from tpustrategy._src.io.image_ops import encode_png as encode_png
+from tpustrategy._src.io.image_ops import extract_jpeg_shape as extract_jpeg_shape
+from tpustrategy._src.io.json_example import decode_json_example as decode_json_example
+from tpustrategy._src.io.raw import decode_raw as decode_raw
+from tpustrategy._src.io.tensor_proto import parse_tensor as parse_tensor
+from tpustrategy._src.io.tensor_proto import serialize_tensor as serialize_tensor
+from tpustrategy._src.io.text_ops import decode_base64 as decode_base64
+from tpustrategy._src.io.text_ops import decode_compressed as decode_compressed
+from tpustrategy._src.io.text_ops import encode_base64 as encode_base64
+from tpustrategy.io import gfile as gfile
