@@ -16,7 +16,7 @@ LAYERS = [
     {"activity"},
     {"errors", "config", "reduce_op", "lazy", "jax_shims", "not_provided", "context", "types", "background",
      "before_exit"},
-    {"data", "lookup", "values"},
+    {"data", "lookup", "values", "strings", "sparse"},
     {"devices"},
     {"cluster"},
     {"variables"},

@@ -1,0 +1,133 @@
+"""`SparseTensor`: TensorFlow's COO sparse value, as a named tuple of NumPy arrays.
+
+The fields are ``tpsd.SparseBatch``'s, in the same order: ``indices`` ``[nnz,
+rank]`` int64 coordinates (row-major order unless a program built them
+otherwise), ``values`` ``[nnz]``, ``dense_shape`` ``[rank]`` int64. Being a
+named tuple, it passes through dataset elements and JAX pytrees as its three
+arrays. Python lists given to the constructor become NumPy arrays (indices and
+shape int64, as ``tf.SparseTensor`` converts them); arrays are kept as given.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tpustrategy._src.errors import InvalidArgumentError
+
+OBJECT = np.dtype(object)
+
+
+class _Fields(NamedTuple):
+    indices: Any
+    values: Any
+    dense_shape: Any
+
+
+def _values_array(values: Any) -> np.ndarray:
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (bytes, str)) for v in values):
+        out = np.empty(len(values), dtype=OBJECT)
+        out[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+        return out
+    arr = np.asarray(values)
+    if isinstance(values, (list, tuple)):
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)  # tf.constant's default float type
+        elif arr.dtype == np.int64 and arr.size and np.abs(arr).max() < 2**31:
+            arr = arr.astype(np.int32)
+    return arr
+
+
+class SparseTensor(_Fields):
+    """A sparse tensor in COO form (TensorFlow's ``tf.sparse.SparseTensor``).
+
+    Args:
+      indices: ``[nnz, rank]`` int64 coordinates of the entries.
+      values: ``[nnz]`` the entries' values.
+      dense_shape: ``[rank]`` int64, the dense shape.
+
+    Example:
+      >>> st = SparseTensor(indices=[[0, 0], [1, 2]], values=[1, 2], dense_shape=[3, 4])
+      >>> tps.sparse.to_dense(st)   # array([[1, 0, 0, 0], [0, 0, 2, 0], [0, 0, 0, 0]], dtype=int32)
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, indices: Any, values: Any, dense_shape: Any) -> SparseTensor:
+        if isinstance(indices, (list, tuple)):
+            indices = np.asarray(indices, dtype=np.int64)
+            if indices.ndim == 1 and indices.size == 0:
+                indices = indices.reshape(0, len(dense_shape) if isinstance(dense_shape, (list, tuple)) else 0)
+        if isinstance(values, (list, tuple)):
+            values = _values_array(values)
+        if isinstance(dense_shape, (list, tuple)):
+            dense_shape = np.asarray(dense_shape, dtype=np.int64)
+        return super().__new__(cls, indices, values, dense_shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of ``values``."""
+        return np.asarray(self.values).dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The dense shape as a tuple of ints (TensorFlow's ``st.shape``)."""
+        return tuple(int(d) for d in np.asarray(self.dense_shape).tolist())
+
+    def get_shape(self) -> tuple[int, ...]:
+        """The dense shape (TensorFlow's ``st.get_shape()``)."""
+        return self.shape
+
+    def with_values(self, new_values: Any) -> SparseTensor:
+        """The same indices and shape with ``new_values`` (TensorFlow's ``st.with_values``)."""
+        return SparseTensor(self.indices, new_values, self.dense_shape)
+
+    @classmethod
+    def from_value(cls, sparse_tensor_value: Any) -> SparseTensor:
+        """A `SparseTensor` of any object with ``indices``, ``values`` and ``dense_shape``."""
+        return as_sparse(sparse_tensor_value, "tps.sparse.SparseTensor.from_value")
+
+    def to_dense(self, default_value: Any = None) -> np.ndarray:
+        """The dense array (as ``tpsd.SparseBatch.to_dense``; TensorFlow spells it ``tf.sparse.to_dense(st)``)."""
+        from tpustrategy._src.sparse.convert import to_dense
+
+        return to_dense(self, default_value, validate_indices=False)
+
+
+def as_sparse(value: Any, api: str, arg: str = "sp_input") -> SparseTensor:
+    """``value`` (anything with ``indices``, ``values``, ``dense_shape``) as a checked `SparseTensor`."""
+    if not all(hasattr(value, f) for f in ("indices", "values", "dense_shape")):
+        raise TypeError(
+            f"{api}: `{arg}` must be a SparseTensor (an object with indices, values and dense_shape); received "
+            f"{type(value).__name__}.\nFix: build one with tps.sparse.SparseTensor(indices, values, dense_shape) "
+            "or tps.sparse.from_dense(x).")
+    indices = np.asarray(value.indices, dtype=np.int64)
+    values = value.values if isinstance(value.values, np.ndarray) else _values_array(value.values)
+    values = np.asarray(values)
+    shape = np.asarray(value.dense_shape, dtype=np.int64).reshape(-1)
+    if indices.size == 0:
+        indices = indices.reshape(0, shape.size)
+    if indices.ndim != 2 or indices.shape[1] != shape.size or values.shape != (indices.shape[0],):
+        raise InvalidArgumentError(
+            f"{api}: `{arg}` has indices of shape {list(indices.shape)}, values of shape {list(values.shape)} and "
+            f"dense_shape {shape.tolist()}; a SparseTensor needs indices [nnz, rank], values [nnz] and "
+            "dense_shape [rank].\nFix: give one index row per value, with one column per dimension.")
+    return SparseTensor(indices, values, shape)
+
+
+def zero_of(dtype: np.dtype) -> Any:
+    """The implicit value of a missing entry: ``b""`` for strings, else 0."""
+    return b"" if dtype == OBJECT else np.zeros((), dtype=dtype)[()]
+
+
+def shape_text(shape: Any) -> str:
+    """A shape as TensorFlow prints it in messages: ``[3,4]``."""
+    return "[" + ",".join(str(int(d)) for d in np.asarray(shape).reshape(-1).tolist()) + "]"
+
+
+def sort_order(indices: np.ndarray) -> np.ndarray:
+    """The stable row-major (lexicographic) order of index rows."""
+    if indices.shape[0] == 0 or indices.shape[1] == 0:
+        return np.arange(indices.shape[0])
+    return np.lexsort(indices.T[::-1])
