@@ -118,6 +118,8 @@ def _reduce(sp_input: Any, axis: Any, keepdims: Any, output_is_sparse: bool, ufu
     if output_is_sparse:
         return SparseTensor(indices, values, np.array(out_shape, dtype=np.int64))
     out = np.zeros(out_shape, dtype=st.values.dtype)
+    if len(keys) and out.ndim == 0:
+        return values[0]
     if len(keys):
         out[tuple(indices.T)] = values
     return out[()] if out.ndim == 0 else out

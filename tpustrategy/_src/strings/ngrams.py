@@ -86,5 +86,6 @@ def ngrams(data: Any, ngram_width: Any, separator: Any = " ", pad_values: Any = 
     grams = [_row_ngrams(r.tolist(), widths, sep, left, right, pw, preserve_short_sequences) for r in flat]
     count = len(grams[0]) if grams else 0
     out = np.empty((*leading, count), dtype=OBJECT)
-    out.reshape(-1, count)[:] = grams if count else np.empty((len(grams), 0), dtype=OBJECT)
+    if count:
+        out.reshape(-1, count)[:] = grams
     return out

@@ -41,12 +41,16 @@ def _compile(pattern: bytes, api: str) -> Any:
     from tpustrategy._src.errors import InvalidArgumentError
 
     re2 = _re2()
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, not logged to stderr
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, options)
     except re2.error as e:
         text = pattern.decode("utf-8", "replace")
+        reason = e.args[0] if e.args else ""
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
         raise InvalidArgumentError(
-            f"Invalid pattern: {text}, error: {e}\n({api}: Fix: write the pattern in RE2 syntax, "
+            f"Invalid pattern: {text}, error: {reason}\n({api}: Fix: write the pattern in RE2 syntax, "
             "https://github.com/google/re2/wiki/Syntax.)") from None
 
 
