@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
-from tpustrategy._src.sparse.tensor import OBJECT, SparseTensor, as_sparse, shape_text, zero_of
+from tpustrategy._src.sparse.tensor import OBJECT, SparseTensor, as_sparse, dense_array, shape_text
 
 
 def check_indices(st: SparseTensor, api: str) -> None:
@@ -53,22 +53,11 @@ def to_dense(sp_input: Any, default_value: Any = None, validate_indices: bool = 
     st = as_sparse(sp_input, api)
     if validate_indices:
         check_indices(st, api)
-    dtype = st.values.dtype
-    fill = zero_of(dtype) if default_value is None else default_value
-    if dtype == OBJECT and isinstance(fill, str):
-        fill = fill.encode("utf-8")
-    out = np.empty(tuple(st.dense_shape.tolist()), dtype=dtype)
-    if dtype == OBJECT:
-        out.reshape(-1)[:] = [fill] * out.size
-    else:
-        out[...] = fill
-    if st.indices.shape[0]:
-        if not validate_indices:
-            inside = ((st.indices >= 0) & (st.indices < st.dense_shape)).all(axis=1)
-            if not inside.all():
-                check_indices(st, api)
-        out[tuple(st.indices.T)] = st.values
-    return out
+    if not validate_indices and st.indices.shape[0]:
+        inside = ((st.indices >= 0) & (st.indices < st.dense_shape)).all(axis=1)
+        if not inside.all():
+            check_indices(st, api)
+    return dense_array(st.indices, st.values, st.dense_shape, default_value)
 
 
 def from_dense(tensor: Any, name: str | None = None) -> SparseTensor:

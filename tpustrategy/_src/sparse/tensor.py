@@ -90,9 +90,8 @@ class SparseTensor(_Fields):
 
     def to_dense(self, default_value: Any = None) -> np.ndarray:
         """The dense array (as ``tpsd.SparseBatch.to_dense``; TensorFlow spells it ``tf.sparse.to_dense(st)``)."""
-        from tpustrategy._src.sparse.convert import to_dense
-
-        return to_dense(self, default_value, validate_indices=False)
+        st = as_sparse(self, "SparseTensor.to_dense")
+        return dense_array(st.indices, st.values, st.dense_shape, default_value)
 
 
 def as_sparse(value: Any, api: str, arg: str = "sp_input") -> SparseTensor:
@@ -114,6 +113,22 @@ def as_sparse(value: Any, api: str, arg: str = "sp_input") -> SparseTensor:
             f"dense_shape {shape.tolist()}; a SparseTensor needs indices [nnz, rank], values [nnz] and "
             "dense_shape [rank].\nFix: give one index row per value, with one column per dimension.")
     return SparseTensor(indices, values, shape)
+
+
+def dense_array(indices: np.ndarray, values: np.ndarray, shape: np.ndarray, default_value: Any) -> np.ndarray:
+    """The dense array: ``default_value`` (None: 0 or ``b""``) everywhere, then the entries."""
+    dtype = values.dtype
+    fill = zero_of(dtype) if default_value is None else default_value
+    if dtype == OBJECT and isinstance(fill, str):
+        fill = fill.encode("utf-8")
+    out = np.empty(tuple(shape.tolist()), dtype=dtype)
+    if dtype == OBJECT:
+        out.reshape(-1)[:] = [fill] * out.size
+    else:
+        out[...] = fill
+    if indices.shape[0]:
+        out[tuple(indices.T)] = values
+    return out
 
 
 def zero_of(dtype: np.dtype) -> Any:
