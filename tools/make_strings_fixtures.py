@@ -190,7 +190,7 @@ def strings_cases() -> list[tuple]:
     c: list[tuple] = []
     add = lambda name, op, *args, **kwargs: c.append((name, op, list(args), kwargs))  # noqa: E731
 
-    words = _random_strings(120, 7)
+    words = _random_strings(48, 7)
     for buckets in (1, 2, 10, 100, 1000003, 2**62):
         add(f"hash_fast_{buckets}", "to_hash_bucket_fast", S(*words), buckets)
         add(f"hash_legacy_{buckets}", "to_hash_bucket", S(*words), buckets)
