@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.strings.ragged import is_ragged
+from tpustrategy._src.errors import InvalidArgumentError, OutOfRangeError
+from tpustrategy._src.strings.ragged import is_ragged, ragged_map
 from tpustrategy._src.strings.tensor import (
     OBJECT,
     check_choice,
@@ -46,8 +47,6 @@ def join(inputs: Any, separator: Any = "", name: str | None = None) -> Any:
     Raises:
       InvalidArgumentError: two non-scalar inputs have different shapes.
     """
-    from tpustrategy._src.errors import InvalidArgumentError
-
     api = "tps.strings.join"
     if isinstance(inputs, (bytes, str, np.ndarray)) or not isinstance(inputs, (list, tuple)):
         raise TypeError(f"{api}: `inputs` must be a list of string tensors; received {type(inputs).__name__}.\n"
@@ -85,6 +84,8 @@ def length(input: Any, unit: str = "BYTE", name: str | None = None) -> Any:  # n
     """
     api = "tps.strings.length"
     check_choice(unit, _UNITS, api, "unit")
+    if is_ragged(input):
+        return ragged_map(input, lambda v: length(v, unit))
     arr = string_array(input, api)
     count = len if unit == "BYTE" else _utf8_chars
     return numeric_result(map_strings(count, arr, np.int32))
@@ -92,6 +93,8 @@ def length(input: Any, unit: str = "BYTE", name: str | None = None) -> Any:  # n
 
 def _case(input: Any, encoding: str, api: str, to_lower: bool) -> Any:  # noqa: A002
     check_choice(encoding, ("", "utf-8"), api, "encoding")
+    if is_ragged(input):
+        return ragged_map(input, lambda v: _case(v, encoding, api, to_lower))
     arr = string_array(input, api)
     if encoding == "":
         fn = bytes.lower if to_lower else bytes.upper
@@ -120,6 +123,8 @@ def upper(input: Any, encoding: str = "", name: str | None = None) -> Any:  # no
 
 def strip(input: Any, name: str | None = None) -> Any:  # noqa: A002
     """Removes leading and trailing ASCII whitespace from each string (``tf.strings.strip``)."""
+    if is_ragged(input):
+        return ragged_map(input, strip)
     arr = string_array(input, "tps.strings.strip")
     return string_result(map_strings(bytes.strip, arr))
 
@@ -144,10 +149,13 @@ def substr(input: Any, pos: Any, len: Any, unit: str = "BYTE", name: str | None 
     Raises:
       InvalidArgumentError: a position outside ``[-length, length]`` of its string.
     """
-    from tpustrategy._src.errors import InvalidArgumentError
-
     api = "tps.strings.substr"
     check_choice(unit, _UNITS, api, "unit")
+    if is_ragged(input):
+        if np.ndim(pos) or np.ndim(len):
+            raise ValueError(f"{api}: with a RaggedRows input, pos and len must be scalars; received shapes "
+                             f"{np.shape(pos)} and {np.shape(len)}.\nFix: pass one pos and one len.")
+        return ragged_map(input, lambda v: substr(v, pos, len, unit))
     arr = string_array(input, api)
     p = int_array(pos, api, "pos")
     n = int_array(len, api, "len")
@@ -196,8 +204,6 @@ def reduce_join(inputs: Any, axis: Any = None, keepdims: bool = False, separator
     Raises:
       OutOfRangeError: an axis outside ``[-rank, rank)``.
     """
-    from tpustrategy._src.errors import InvalidArgumentError, OutOfRangeError
-
     api = "tps.strings.reduce_join"
     sep = separator.encode("utf-8") if isinstance(separator, str) else bytes(separator)
     if is_ragged(inputs):
@@ -258,8 +264,6 @@ def unsorted_segment_join(inputs: Any, segment_ids: Any, num_segments: Any, sepa
     Raises:
       InvalidArgumentError: an id is negative or not below ``num_segments``.
     """
-    from tpustrategy._src.errors import InvalidArgumentError
-
     api = "tps.strings.unsorted_segment_join"
     sep = separator.encode("utf-8") if isinstance(separator, str) else bytes(separator)
     arr = string_array(inputs, api, "inputs")

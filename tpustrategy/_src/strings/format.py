@@ -16,10 +16,27 @@ import numpy as np
 from tpustrategy._src.strings.numbers import float_text
 
 
+_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
+            ord("\\"): "\\\\"}
+
+
+def _c_escape(data: bytes) -> str:
+    """Utf8SafeCEscape: quotes, backslash and controls escaped (octal), bytes >= 0x80 kept as they are."""
+    out = []
+    for b in data:
+        if b in _ESCAPES:
+            out.append(_ESCAPES[b])
+        elif b < 0x20 or b == 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(bytes([b]).decode("utf-8", "surrogateescape"))
+    return "".join(out)
+
+
 def _scalar(value: Any, dtype: np.dtype) -> str:
     if dtype.kind in "OSU":
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        return f'"{text}"'
+        data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+        return f'"{_c_escape(data)}"'
     if dtype.kind == "b":
         return "1" if value else "0"
     if dtype.kind == "f":
@@ -33,9 +50,14 @@ def _summarize(arr: np.ndarray, summarize: int, depth: int) -> str:
     idx = [*range(summarize), None, *range(n - summarize, n)] if cut else list(range(n))
     if arr.ndim == 1:
         items = ["..." if i is None else _scalar(arr[i], arr.dtype) for i in idx]
-        return "[" + " ".join(items) + "]"
-    items = ["..." if i is None else _summarize(arr[i], summarize, depth + 1) for i in idx]
-    return "[" + ("\n" + " " * (depth + 1)).join(items) + "]"
+        return "[" + (" " if cut and summarize == 0 else "") + " ".join(items) + "]"
+    # Rows of a matrix sit on their own lines; blocks of higher rank are also kept apart by blank lines.
+    gap = "\n" * (arr.ndim - 1) + " " * (depth + 1)
+    parts = []
+    for k, i in enumerate(idx):
+        sep = "" if k == 0 else ("\n" + " " * (depth + 1) if i is None or idx[k - 1] is None else gap)
+        parts.append(sep + ("..." if i is None else _summarize(arr[i], summarize, depth + 1)))
+    return "[" + "".join(parts) + "]"
 
 
 def summarize_value(value: Any, summarize: int) -> str:
@@ -81,4 +103,4 @@ def format(template: str, inputs: Any, placeholder: str = "{}", summarize: int =
     out = pieces[0]
     for value, piece in zip(inputs, pieces[1:]):
         out += summarize_value(value, int(summarize)) + piece
-    return out.encode("utf-8")
+    return out.encode("utf-8", "surrogateescape")

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tpustrategy._src.errors import InvalidArgumentError
+from tpustrategy._src.strings.ragged import is_ragged, ragged_map
 from tpustrategy._src.strings.tensor import numeric_result, string_array
 
 _MASK = (1 << 64) - 1
@@ -23,8 +25,6 @@ _SEED = 0xDECAFCAFFE
 
 
 def _num_buckets(num_buckets: Any, api: str) -> int:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)):
         raise TypeError(f"{api}: `num_buckets` must be an int; received {num_buckets!r}.\n"
                         "Fix: e.g. num_buckets=1000.")
@@ -110,6 +110,8 @@ def _fingerprint64() -> Any:
 
 
 def _buckets(input: Any, num_buckets: Any, api: str, hash_fn: Any) -> Any:  # noqa: A002
+    if is_ragged(input):
+        return ragged_map(input, lambda v: _buckets(v, num_buckets, api, hash_fn))
     arr = string_array(input, api)
     n = _num_buckets(num_buckets, api)
     flat = [hash_fn(s) % n for s in arr.reshape(-1).tolist()]
@@ -167,8 +169,6 @@ def to_hash_bucket_strong(input: Any, num_buckets: int, key: Any, name: str | No
     Raises:
       InvalidArgumentError: ``key`` does not have 2 elements.
     """
-    from tpustrategy._src.errors import InvalidArgumentError
-
     api = "tps.strings.to_hash_bucket_strong"
     keys = list(np.asarray(key).reshape(-1).tolist()) if not isinstance(key, (list, tuple)) else list(key)
     if len(keys) != 2:

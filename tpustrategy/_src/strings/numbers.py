@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.strings.ragged import RaggedRows, is_ragged
+from tpustrategy._src.errors import InvalidArgumentError
+from tpustrategy._src.strings.ragged import RaggedRows, is_ragged, ragged_map
 from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result
 
 _INT = re.compile(rb"[ \t\n\v\f\r]*([+-]?[0-9]+)[ \t\n\v\f\r]*\Z")
@@ -27,8 +28,6 @@ _NUMBER_TYPES = ("float32", "float64", "int32", "int64")
 
 def as_numpy_dtype(dtype: Any, api: str, arg: str, allowed: tuple[str, ...]) -> np.dtype:
     """A dtype argument (a NumPy dtype, its name, or an object with ``as_numpy_dtype``) checked against ``allowed``."""
-    from tpustrategy._src.errors import InvalidArgumentError
-
     raw = getattr(dtype, "as_numpy_dtype", dtype)
     try:
         out = np.dtype(raw)
@@ -43,8 +42,6 @@ def as_numpy_dtype(dtype: Any, api: str, arg: str, allowed: tuple[str, ...]) -> 
 
 
 def _parse(s: bytes, dtype: np.dtype) -> Any:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     if dtype.kind == "i":
         m = _INT.match(s)
         value = int(m.group(1)) if m else None
@@ -115,47 +112,60 @@ def as_string(input: Any, precision: int = -1, scientific: bool = False, shortes
       InvalidArgumentError: ``scientific`` and ``shortest`` together, ``fill`` longer than one
         character, or ``precision`` / notation for a non-float type.
     """
-    from tpustrategy._src.errors import InvalidArgumentError
-
     api = "tps.strings.as_string"
+    if is_ragged(input):
+        return ragged_map(input, lambda v: as_string(v, precision, scientific, shortest, width, fill))
     if isinstance(input, (bytes, str)) or (isinstance(input, np.ndarray) and input.dtype.kind in "OSU"):
         return string_result(string_array(input, api))
     arr = np.asarray(input)
-    if scientific and shortest:
+    if arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 formats through float32, as TensorFlow's does
+        arr = arr.astype(np.float32)
+    kind = arr.dtype.kind
+    if kind in "fc" and scientific and shortest:
         raise InvalidArgumentError(f"Cannot select both scientific and shortest notation\n({api}: Fix: pick one.)")
+    if kind not in "fc" and (scientific or shortest):
+        raise InvalidArgumentError(f"scientific and shortest format not supported for datatype {arr.dtype.name}\n"
+                                   f"({api}: Fix: these options apply to float tensors; cast first.)")
+    if kind not in "fc" and precision > -1:
+        raise InvalidArgumentError(f"precision not supported for datatype {arr.dtype.name}\n"
+                                   f"({api}: Fix: precision applies to float tensors; cast first.)")
     if len(fill) > 1:
         raise InvalidArgumentError(f"Fill string must be one or fewer characters\n({api}: received fill={fill!r}.)")
-    kind = arr.dtype.kind
-    if kind not in "fc" and (precision > -1 or scientific or shortest):
-        what = "precision" if precision > -1 else "scientific" if scientific else "shortest"
-        raise InvalidArgumentError(f"{what} not supported for datatype {_tf_name(arr.dtype)}\n"
-                                   f"({api}: Fix: these options apply to float tensors; cast first.)")
+    if fill and fill not in _FILLS:
+        raise InvalidArgumentError(f'Fill argument not supported: "{fill}"\n'
+                                   f"({api}: Fix: fill is a printf flag: one of {list(_FILLS)}.)")
+    if kind == "b":
+        return string_result(map_strings(lambda v: b"true" if v else b"false", arr.astype(object)))
+    if kind not in "fciu":
+        raise TypeError(f"{api}: `input` dtype {arr.dtype} cannot be formatted.\nFix: pass numbers, bools or strings.")
     spec = "%" + fill + (str(width) if width > -1 else "")
     if kind in "fc":
         spec += (f".{precision}" if precision > -1 else "") + ("e" if scientific else "g" if shortest else "f")
-    elif kind in "iu":
+        fmt = lambda v: _c_float(spec, fill, width, v)  # noqa: E731
+    else:
         spec += "d"
-    elif kind == "b":
-        return string_result(map_strings(lambda v: b"true" if v else b"false", arr.astype(object)))
-    else:
-        raise TypeError(f"{api}: `input` dtype {arr.dtype} cannot be formatted.\nFix: pass numbers, bools or strings.")
-    try:
-        spec % 1.0
-    except (ValueError, TypeError):
-        raise InvalidArgumentError(f"{api}: fill={fill!r} makes the invalid format {spec!r}.\n"
-                                   "Fix: use fill '', ' ', '0' or '-'.") from None
+        fmt = lambda v: spec % int(v)  # noqa: E731
     if kind == "c":
-        fmt = lambda v: f"({spec % v.real},{spec % v.imag})".encode()  # noqa: E731
-        flat = [fmt(complex(v)) for v in arr.reshape(-1).tolist()]
-    elif kind == "f":
-        # C's printf pads inf / nan with spaces even under the "0" flag; Python's % would put zeros.
-        plain = spec.replace("%0", "%", 1)
-        flat = [((spec if math.isfinite(v) else plain) % v).encode() for v in map(float, arr.reshape(-1).tolist())]
+        flat = [f"({fmt(v.real)},{fmt(v.imag)})".encode() for v in map(complex, arr.reshape(-1).tolist())]
     else:
-        flat = [(spec % int(v)).encode() for v in arr.reshape(-1).tolist()]
+        flat = [fmt(v).encode() for v in arr.reshape(-1).tolist()]
     out = np.empty(arr.shape, dtype=object)
     out.reshape(-1)[:] = flat
     return string_result(out)
+
+
+_FILLS = (" ", "+", "-", "0", "#")
+
+
+def _c_float(spec: str, fill: str, width: int, value: float) -> str:
+    """``spec % value`` as C's printf writes it (inf / nan: no zero padding, the sign of nan kept)."""
+    value = float(value)
+    if math.isfinite(value):
+        return spec % value
+    text = ("-" if math.copysign(1.0, value) < 0 else "+" if fill == "+" else " " if fill == " " else "")
+    text += "inf" if math.isinf(value) else "nan"
+    pad = max(0, width - len(text))
+    return text + " " * pad if fill == "-" else " " * pad + text
 
 
 def _tf_name(dtype: np.dtype) -> str:

@@ -81,14 +81,15 @@ def from_rows(rows: list[Any], leading: tuple[int, ...], dtype: Any) -> RaggedRo
     dtype = np.dtype(dtype)
     lengths = np.array([len(r) for r in rows], dtype=np.int64).reshape(leading)
     longest = int(lengths.max()) if lengths.size else 0
+    count = len(rows)
     if dtype == OBJECT:
         values = np.empty((*leading, longest), dtype=OBJECT)
-        flat = values.reshape(-1, longest)
+        flat = values.reshape(count, longest)
         for i, row in enumerate(rows):
             flat[i, :] = list(row) + [b""] * (longest - len(row))
     else:
         values = np.zeros((*leading, longest), dtype=dtype)
-        flat = values.reshape(-1, longest)
+        flat = values.reshape(count, longest)
         for i, row in enumerate(rows):
             flat[i, : len(row)] = row
     return RaggedRows(values, lengths, lengths[..., None].copy())
@@ -103,6 +104,21 @@ def rows_of(value: Any) -> tuple[list[list[Any]], tuple[int, ...]]:
     """The unpadded rows of a ragged value (row-major) and its leading shape."""
     values = np.asarray(value.values)
     lengths = np.asarray(value.row_lengths)
-    flat_values = values.reshape(-1, values.shape[-1]) if values.ndim else values
+    flat_values = values.reshape(lengths.size, values.shape[-1])
     rows = [flat_values[i, : int(n)].tolist() for i, n in enumerate(lengths.reshape(-1).tolist())]
     return rows, lengths.shape
+
+
+def ragged_map(value: Any, op: Any) -> RaggedRows:
+    """``op`` applied to a ragged value's padded ``values``; padding set back to ``b""`` / 0 in the result.
+
+    For element-wise ops, which TensorFlow applies to a ``RaggedTensor``'s values.
+    """
+    values = np.asarray(value.values)
+    result = np.asarray(op(values))
+    mask = np.arange(values.shape[-1]) < np.asarray(value.row_lengths)[..., None]
+    result = result.copy()
+    result[~mask] = b"" if result.dtype == OBJECT else 0
+    lengths = np.asarray(value.row_lengths)
+    shapes = np.asarray(getattr(value, "shapes", lengths[..., None]))
+    return RaggedRows(result, lengths, shapes)

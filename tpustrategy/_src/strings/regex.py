@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from tpustrategy._src.errors import InvalidArgumentError
+from tpustrategy._src.strings.ragged import is_ragged, ragged_map
 from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result
 
 
@@ -38,8 +40,6 @@ def _as_bytes(value: Any, api: str, arg: str) -> bytes:
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: bytes, api: str) -> Any:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     re2 = _re2()
     options = re2.Options()
     options.log_errors = False  # the error is raised, not logged to stderr
@@ -69,6 +69,8 @@ def regex_full_match(input: Any, pattern: Any, name: str | None = None) -> Any: 
       InvalidArgumentError: ``pattern`` is not valid RE2.
     """
     api = "tps.strings.regex_full_match"
+    if is_ragged(input):
+        return ragged_map(input, lambda v: regex_full_match(v, pattern))
     arr = string_array(input, api)
     regex = _compile(_as_bytes(pattern, api, "pattern"), api)
     return numeric_result(map_strings(lambda s: regex.fullmatch(s) is not None, arr, bool))
@@ -154,6 +156,8 @@ def regex_replace(input: Any, pattern: Any, rewrite: Any, replace_global: bool =
       InvalidArgumentError: ``pattern`` is not valid RE2.
     """
     api = "tps.strings.regex_replace"
+    if is_ragged(input):
+        return ragged_map(input, lambda v: regex_replace(v, pattern, rewrite, replace_global))
     arr = string_array(input, api)
     regex = _compile(_as_bytes(pattern, api, "pattern"), api)
     parts = _rewrite_parts(_as_bytes(rewrite, api, "rewrite"), regex.groups)

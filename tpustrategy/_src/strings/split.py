@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.strings.ragged import RaggedRows, from_rows
+from tpustrategy._src.strings.ragged import RaggedRows, from_rows, is_ragged
 from tpustrategy._src.strings.tensor import OBJECT, string_array
 
 
@@ -24,6 +24,14 @@ def pieces_result(pieces: list[list[bytes]], shape: tuple[int, ...]) -> np.ndarr
         out[:] = pieces[0]
         return out
     return from_rows(pieces, shape, OBJECT)
+
+
+def _refuse_ragged(input: Any, api: str) -> None:  # noqa: A002
+    if is_ragged(input):
+        raise TypeError(
+            f"{api}: `input` is ragged ({type(input).__name__}); its result would have two ragged dimensions, "
+            "which RaggedRows cannot hold.\nFix: split each row, e.g. [split(row) for row in input.to_list()], "
+            "or split input.flat_values.")
 
 
 def split(input: Any, sep: Any = None, maxsplit: int = -1, name: str | None = None) -> Any:  # noqa: A002
@@ -43,6 +51,7 @@ def split(input: Any, sep: Any = None, maxsplit: int = -1, name: str | None = No
       >>> split([b"a b", b"c"]).to_list()  # [[b'a', b'b'], [b'c']]
     """
     api = "tps.strings.split"
+    _refuse_ragged(input, api)
     arr = string_array(input, api)
     if isinstance(sep, str):
         sep = sep.encode("utf-8")
@@ -66,6 +75,7 @@ def bytes_split(input: Any, name: str | None = None) -> Any:  # noqa: A002
     Returns:
       A 1-D object array of one-byte ``bytes`` for a scalar; a `RaggedRows` for a tensor.
     """
+    _refuse_ragged(input, "tps.strings.bytes_split")
     arr = string_array(input, "tps.strings.bytes_split")
     pieces = [[s[i : i + 1] for i in range(len(s))] for s in arr.reshape(-1).tolist()]
     return pieces_result(pieces, arr.shape)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from tpustrategy._src.errors import InvalidArgumentError
+
 OBJECT = np.dtype(object)
 
 
@@ -90,8 +92,6 @@ def int_array(value: Any, api: str, arg: str) -> np.ndarray:
 
 def check_choice(value: Any, allowed: tuple[str, ...], api: str, arg: str) -> str:
     """``value`` if it is one of ``allowed``; else TensorFlow's attr error (an InvalidArgumentError)."""
-    from tpustrategy._src.errors import InvalidArgumentError
-
     if value not in allowed:
         listed = ", ".join(f'"{a}"' for a in allowed)
         raise InvalidArgumentError(

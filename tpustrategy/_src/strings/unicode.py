@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.strings.ragged import from_rows, is_ragged, rows_of
+from tpustrategy._src.errors import InvalidArgumentError
+from tpustrategy._src.strings.ragged import from_rows, is_ragged, ragged_map, rows_of
 from tpustrategy._src.strings.split import pieces_result
 from tpustrategy._src.strings.tensor import OBJECT, check_choice, string_array, string_result
 
@@ -24,8 +25,6 @@ _ERRORS = ("strict", "replace", "ignore")
 
 
 def _codec(encoding: Any, api: str, direction: str) -> str:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     codec = _CODECS.get(str(encoding).upper())
     if codec is None:
         raise InvalidArgumentError(
@@ -58,8 +57,6 @@ def _units(data: bytes, codec: str) -> list[tuple[int | None, int, int]]:
 
 def _decode_one(data: bytes, codec: str, errors: str, replacement_char: int,
                 replace_controls: bool) -> tuple[list[int], list[int]]:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     chars, offsets = [], []
     for cp, start, _ in _units(data, codec):
         if cp is None:
@@ -123,8 +120,6 @@ def unicode_decode_with_offsets(input: Any, input_encoding: str, errors: str = "
 
 
 def _encode_cp(cp: int, codec: str, errors: str, replacement_char: int) -> bytes:
-    from tpustrategy._src.errors import InvalidArgumentError
-
     if 0 <= cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF:
         return chr(cp).encode(codec)
     if errors == "strict":
@@ -194,6 +189,9 @@ def unicode_transcode(input: Any, input_encoding: str, output_encoding: str, err
                       name: str | None = None) -> Any:
     """Each string re-encoded from ``input_encoding`` to ``output_encoding`` (``tf.strings.unicode_transcode``)."""
     api = "tps.strings.unicode_transcode"
+    if is_ragged(input):
+        return ragged_map(input, lambda v: unicode_transcode(v, input_encoding, output_encoding, errors,
+                                                             replacement_char, replace_control_characters))
     arr, rows, _ = _decode(input, input_encoding, errors, replacement_char, replace_control_characters, api)
     check_choice(output_encoding, _OUT_CODECS, api, "output_encoding")
     codec = _CODECS[output_encoding]
