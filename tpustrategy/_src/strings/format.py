@@ -53,11 +53,8 @@ def _summarize(arr: np.ndarray, summarize: int, depth: int) -> str:
         return "[" + (" " if cut and summarize == 0 else "") + " ".join(items) + "]"
     # Rows of a matrix sit on their own lines; blocks of higher rank are also kept apart by blank lines.
     gap = "\n" * (arr.ndim - 1) + " " * (depth + 1)
-    parts = []
-    for k, i in enumerate(idx):
-        sep = "" if k == 0 else ("\n" + " " * (depth + 1) if i is None or idx[k - 1] is None else gap)
-        parts.append(sep + ("..." if i is None else _summarize(arr[i], summarize, depth + 1)))
-    return "[" + "".join(parts) + "]"
+    items = ["..." if i is None else _summarize(arr[i], summarize, depth + 1) for i in idx]
+    return "[" + gap.join(items) + "]"
 
 
 def summarize_value(value: Any, summarize: int) -> str:
