@@ -5,7 +5,8 @@ library or its tests)::
 
     /work/tfvenv/bin/python tools/make_strings_fixtures.py
 
-Writes ``tests/strings/fixtures/strings_cases.json`` and
+Writes ``tests/strings/fixtures/signatures.json`` (every function's parameters:
+names, kinds, defaults), ``tests/strings/fixtures/strings_cases.json`` and
 ``tests/sparse/fixtures/sparse_cases.json``: a list of cases, each
 ``{"name", "op", "args", "kwargs", "result" | "error"}``. Values are encoded as
 
@@ -267,6 +268,12 @@ def strings_cases() -> list[tuple]:
     add("to_number_hex", "to_number", S("0x10"))
     add("to_number_spaces", "to_number", S(" 12 "), "int32")
     add("to_number_plus", "to_number", S("+5"), "int64")
+    add("to_number_bad_type", "to_number", S("1"), "int8")
+    add("to_number_uint32", "to_number", S("4294967295", "0"), "uint32")
+    add("to_number_uint32_negative", "to_number", S("-1"), "uint32")
+    add("to_number_underscore", "to_number", S("1_000"))
+    add("to_number_trailing_text", "to_number", S("12abc"), "int64")
+    add("to_number_inf_words", "to_number", S("Infinity", "-INF", "NaN", "1.", ".5", "1e+3"), "float64")
 
     for fmt, inputs in (
         ("{}", [B("hi")]), ("x={} y={}", [A(3, "int32"), A(2.5, "float32")]),
@@ -490,11 +497,50 @@ def sparse_cases() -> list[tuple]:
     add("map_values_absent", "to_dense", SP([], [], [2, 2], "float32"))
     add("bincount", "bincount", SP([[0, 0], [0, 1], [1, 0]], [1, 1, 3], [2, 2], "int32"), minlength=4)
     add("bincount_axis", "bincount", SP([[0, 0], [0, 1], [1, 0]], [1, 1, 3], [2, 2], "int32"), axis=-1, minlength=4)
+    b = SP([[0, 0], [0, 1], [1, 0], [1, 2]], [1, 1, 3, 5], [2, 3], "int32")
+    add("bincount_sparse", "bincount", b)
+    add("bincount_maxlength", "bincount", b, maxlength=4)
+    add("bincount_rows_binary", "bincount", b, minlength=8, axis=-1, binary_output=True)
+    add("bincount_dense_rows", "bincount", A([[1, 1, 0], [2, 2, 2]], "int32"), axis=-1)
+    add("bincount_dense", "bincount", A([1, 1, 0, 7], "int64"))
+    add("bincount_weights", "bincount", b,
+        weights=SP([[0, 0], [0, 1], [1, 0], [1, 2]], [0.5, 1, 2, 3], [2, 3], "float32"))
+    add("bincount_dense_weights", "bincount", A([[1, 1, 0], [2, 2, 2]], "int64"),
+        weights=A([[1, 2, 3], [4, 5, 6]], "float32"), axis=-1)
+    add("bincount_negative", "bincount", A([-1, 2], "int32"))
+    add("bincount_bad_axis", "bincount", A([[1]], "int32"), axis=1)
+    add("bincount_float", "bincount", A([1.5], "float32"))
     return c
+
+
+def signatures() -> dict:
+    """``{module: {function: [[parameter, kind, default]]}}``; a dtype default is written as its name."""
+    import inspect
+
+    out: dict = {}
+    for module_name, module in (("tf.strings", tf.strings), ("tf.sparse", tf.sparse)):
+        table = out.setdefault(module_name, {})
+        for name in sorted(n for n in dir(module) if not n.startswith("_")):
+            params = []
+            for p in inspect.signature(getattr(module, name)).parameters.values():
+                default = p.default
+                if default is inspect.Parameter.empty:
+                    default = {"required": True}
+                elif isinstance(default, tf.dtypes.DType):
+                    default = {"dtype": default.name}
+                params.append([p.name, p.kind.name, default])
+            table[name] = params
+    return out
+
+
+SIGNATURES_OUT = os.path.join(HERE, "..", "tests", "strings", "fixtures", "signatures.json")
 
 
 def main() -> None:
     print(f"TensorFlow {tf.__version__}", file=sys.stderr)
+    with open(SIGNATURES_OUT, "w") as f:
+        json.dump({"_tf_version": tf.__version__, **signatures()}, f)
+        f.write("\n")
     for out, module, cases in ((STRINGS_OUT, tf.strings, strings_cases()), (SPARSE_OUT, tf.sparse, sparse_cases())):
         records = run(module, [case for case in cases if case is not None])
         os.makedirs(os.path.dirname(out), exist_ok=True)

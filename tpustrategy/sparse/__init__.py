@@ -7,6 +7,7 @@ op accepts any object with those three attributes.
 
 from tpustrategy._src.not_provided import NotProvided as _NotProvided
 from tpustrategy._src.sparse.arith import add as add
+from tpustrategy._src.sparse.arith import bincount as bincount
 from tpustrategy._src.sparse.arith import eye as eye
 from tpustrategy._src.sparse.arith import fill_empty_rows as fill_empty_rows
 from tpustrategy._src.sparse.arith import map_values as map_values
@@ -33,10 +34,6 @@ from tpustrategy._src.sparse.reshaping import split as split
 from tpustrategy._src.sparse.reshaping import transpose as transpose
 from tpustrategy._src.sparse.tensor import SparseTensor as SparseTensor
 
-bincount = _NotProvided(
-    "tf.sparse.bincount",
-    "not yet ported (its weights / binary_output / axis rules are TensorFlow's own).",
-    "np.bincount(st.values, minlength=n) per row of st.indices.")
 cross = _NotProvided(
     "tf.sparse.cross",
     "not yet ported (feature crosses of several sparse and dense inputs in TensorFlow's order).",

@@ -14,7 +14,7 @@ import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.sparse.convert import to_dense
-from tpustrategy._src.sparse.tensor import SparseTensor, as_sparse, sort_order
+from tpustrategy._src.sparse.tensor import SparseTensor, as_sparse, sort_order, tf_type_name
 
 
 def _is_sparse(value: Any) -> bool:
@@ -251,17 +251,93 @@ def _segments(data: Any, indices: Any, segment_ids: Any, num_segments: Any, how:
     return out
 
 
-def segment_sum(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None, name: str | None = None) -> Any:
-    """Sums of ``data[indices]`` per segment (``tf.sparse.segment_sum``)."""
+def bincount(values: Any, weights: Any = None, axis: Any = 0, minlength: Any = None, maxlength: Any = None,
+             binary_output: bool = False, name: str | None = None) -> SparseTensor:
+    """Counts of each int value, as a `SparseTensor` of the non-empty bins (``tf.sparse.bincount``).
+
+    Args:
+      values: int32 / int64 values, dense or a `SparseTensor` (its entries only).
+      weights: None, or weights of ``values``'s form: sums of weights instead of counts.
+      axis: 0 counts over everything (result ``[size]``); -1 counts each row (result ``[rows, size]``).
+      minlength: the least number of bins.
+      maxlength: the most number of bins; larger values are dropped.
+      binary_output: 1 for each non-empty bin instead of its count.
+      name: ignored.
+
+    Returns:
+      A `SparseTensor`, bins in order, with ``size = max(max(values) + 1, minlength)`` cut at ``maxlength``.
+
+    Raises:
+      InvalidArgumentError: a negative value, or values that are not int32 / int64.
+      ValueError: ``axis`` other than 0 or -1.
+    """
+    api = "tps.sparse.bincount"
+    axis = 0 if axis is None else int(axis)
+    if axis not in (0, -1):
+        raise ValueError(f"Unsupported value for argument axis={axis}. Only 0 and -1 are currently supported.\n"
+                         f"({api}: Fix: axis=0 counts all values, axis=-1 each row.)")
+    if _is_sparse(values):
+        st = as_sparse(values, api, "values")
+        flat = st.values
+        rows = st.indices[:, 0] if axis == -1 else np.zeros(flat.shape[0], np.int64)
+        nrows = int(st.dense_shape[0]) if st.dense_shape.size else 1
+        w = None if weights is None else np.asarray(as_sparse(weights, api, "weights").values)
+    else:
+        arr = np.asarray(values)
+        flat = arr.reshape(-1)
+        if axis == -1 and arr.ndim >= 2:
+            nrows = int(np.prod(arr.shape[:-1]))
+            rows = np.repeat(np.arange(nrows), arr.shape[-1])
+        else:
+            nrows, rows = 1, np.zeros(flat.shape[0], np.int64)
+        w = None if weights is None else np.asarray(weights).reshape(-1)
+    if flat.dtype.name not in ("int32", "int64"):
+        raise InvalidArgumentError(f"Value for attr 'T' of {tf_type_name(flat.dtype)} is not in the list of allowed values: "
+                                   f"int32, int64\n({api}: Fix: cast the values to int32 or int64.)")
+    if flat.size and flat.min() < 0:
+        raise InvalidArgumentError(f"Input values must all be non-negative\n({api}: Fix: shift or drop "
+                                   "negative ids first.)")
+    size = max(int(flat.max()) + 1 if flat.size else 0, int(minlength or 0))
+    if maxlength is not None:
+        size = min(size, int(maxlength))
+    out_dtype = w.dtype if w is not None else flat.dtype
+    bins: dict[tuple[int, int], Any] = {}
+    for i, (r, v) in enumerate(zip(rows.tolist(), flat.tolist())):
+        if v < size:
+            bins[(r, v)] = bins.get((r, v), 0) + (1 if w is None else w[i])
+    keys = sorted(bins)
+    counts = np.array([1 if binary_output else bins[k] for k in keys], dtype=out_dtype)
+    if axis == -1 and (not _is_sparse(values) and np.ndim(values) >= 2 or _is_sparse(values)):
+        indices = np.array(keys, dtype=np.int64).reshape(len(keys), 2)
+        shape = np.array([nrows, size], dtype=np.int64)
+    else:
+        indices = np.array([k[1] for k in keys], dtype=np.int64).reshape(len(keys), 1)
+        shape = np.array([size], dtype=np.int64)
+    return SparseTensor(indices, counts, shape)
+
+
+def segment_sum(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None, name: str | None = None,
+                sparse_gradient: bool = False) -> Any:
+    """Sums of ``data[indices]`` per segment (``tf.sparse.segment_sum``).
+
+    ``sparse_gradient`` is accepted and ignored (no gradients flow through input-pipeline ops).
+    """
     return _segments(data, indices, segment_ids, num_segments, "sum")
 
 
-def segment_mean(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None, name: str | None = None) -> Any:
-    """Means of ``data[indices]`` per segment (``tf.sparse.segment_mean``)."""
+def segment_mean(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None, name: str | None = None,
+                sparse_gradient: bool = False) -> Any:
+    """Means of ``data[indices]`` per segment (``tf.sparse.segment_mean``).
+
+    ``sparse_gradient`` is accepted and ignored (no gradients flow through input-pipeline ops).
+    """
     return _segments(data, indices, segment_ids, num_segments, "mean")
 
 
-def segment_sqrt_n(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None,
-                   name: str | None = None) -> Any:
-    """Sums of ``data[indices]`` per segment divided by the square root of its size (``tf.sparse.segment_sqrt_n``)."""
+def segment_sqrt_n(data: Any, indices: Any, segment_ids: Any, num_segments: Any = None, name: str | None = None,
+                   sparse_gradient: bool = False) -> Any:
+    """Sums of ``data[indices]`` per segment divided by the square root of its size (``tf.sparse.segment_sqrt_n``).
+
+    ``sparse_gradient`` is accepted and ignored (no gradients flow through input-pipeline ops).
+    """
     return _segments(data, indices, segment_ids, num_segments, "sqrt_n")

@@ -146,3 +146,11 @@ def sort_order(indices: np.ndarray) -> np.ndarray:
     if indices.shape[0] == 0 or indices.shape[1] == 0:
         return np.arange(indices.shape[0])
     return np.lexsort(indices.T[::-1])
+
+
+_TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half", "object": "string"}
+
+
+def tf_type_name(dtype: np.dtype) -> str:
+    """TensorFlow's name of a dtype in its messages (``float`` for float32, ``double`` for float64, ...)."""
+    return _TF_TYPE_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)

@@ -137,21 +137,21 @@ def to_hash_bucket_fast(input: Any, num_buckets: int, name: str | None = None) -
     return _buckets(input, num_buckets, "tps.strings.to_hash_bucket_fast", fp)
 
 
-def to_hash_bucket(string_tensor: Any, num_buckets: int, name: str | None = None) -> Any:
+def to_hash_bucket(input: Any, num_buckets: int, name: str | None = None) -> Any:  # noqa: A002
     """Each string's bucket by TensorFlow's legacy ``Hash64`` (``tf.strings.to_hash_bucket``).
 
     TensorFlow keeps this op for old programs; ``to_hash_bucket_fast`` is its recommended
     replacement (the buckets differ).
 
     Args:
-      string_tensor: a string scalar or tensor.
+      input: a string scalar or tensor.
       num_buckets: the number of buckets, at least 1.
       name: ignored.
 
     Returns:
       int64 bucket ids of the input's shape.
     """
-    return _buckets(string_tensor, num_buckets, "tps.strings.to_hash_bucket", hash64)
+    return _buckets(input, num_buckets, "tps.strings.to_hash_bucket", hash64)
 
 
 def to_hash_bucket_strong(input: Any, num_buckets: int, key: Any, name: str | None = None) -> Any:  # noqa: A002

@@ -16,14 +16,14 @@ import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.strings.ragged import RaggedRows, is_ragged, ragged_map
-from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result
+from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result, tf_type_name
 
 _INT = re.compile(rb"[ \t\n\v\f\r]*([+-]?[0-9]+)[ \t\n\v\f\r]*\Z")
 _FLOAT = re.compile(rb"[ \t\n\v\f\r]*([+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?"
                     rb"|inf|infinity|nan))[ \t\n\v\f\r]*\Z", re.IGNORECASE)
 _HEX = re.compile(rb"[ \t\n\v\f\r]*([+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)[ \t\n\v\f\r]*\Z",
                   re.IGNORECASE)
-_NUMBER_TYPES = ("float32", "float64", "int32", "int64")
+_NUMBER_TYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 
 
 def as_numpy_dtype(dtype: Any, api: str, arg: str, allowed: tuple[str, ...]) -> np.dtype:
@@ -34,15 +34,15 @@ def as_numpy_dtype(dtype: Any, api: str, arg: str, allowed: tuple[str, ...]) -> 
     except TypeError:
         raise TypeError(f"{api}: `{arg}` must be a dtype; received {dtype!r}.\nFix: pass one of {list(allowed)}.") from None
     if out.name not in allowed:
-        listed = ", ".join(allowed)
+        listed = ", ".join(tf_type_name(np.dtype(a)) for a in allowed)
         raise InvalidArgumentError(
-            f"Value for attr '{arg}' of {out.name} is not in the list of allowed values: {listed}\n"
+            f"Value for attr '{arg}' of {tf_type_name(out)} is not in the list of allowed values: {listed}\n"
             f"({api}: Fix: pass one of {list(allowed)}.)")
     return out
 
 
 def _parse(s: bytes, dtype: np.dtype) -> Any:
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         m = _INT.match(s)
         value = int(m.group(1)) if m else None
         info = np.iinfo(dtype)
@@ -61,15 +61,15 @@ def _parse(s: bytes, dtype: np.dtype) -> Any:
     raise InvalidArgumentError(
         f"StringToNumberOp could not correctly convert string: {shown}\n"
         f"(tps.strings.to_number: Fix: clean the input first, e.g. tps.strings.strip or regex_replace, "
-        f"or pick out_type={'float32' if dtype.kind == 'i' else dtype.name} for it.)")
+        f"or pick out_type={'float32' if dtype.kind in 'iu' else dtype.name} for it.)")
 
 
-def to_number(string_tensor: Any, out_type: Any = np.float32, name: str | None = None) -> Any:
+def to_number(input: Any, out_type: Any = np.float32, name: str | None = None) -> Any:  # noqa: A002
     """Parses each string as a number (``tf.strings.to_number``).
 
     Args:
-      string_tensor: a string scalar or tensor (or a `RaggedRows` of strings).
-      out_type: float32 (default), float64, int32 or int64.
+      input: a string scalar or tensor (or a `RaggedRows` of strings).
+      out_type: float32 (default), float64, int32, int64, uint32 or uint64.
       name: ignored.
 
     Returns:
@@ -80,14 +80,14 @@ def to_number(string_tensor: Any, out_type: Any = np.float32, name: str | None =
     """
     api = "tps.strings.to_number"
     dtype = as_numpy_dtype(out_type, api, "out_type", _NUMBER_TYPES)
-    if is_ragged(string_tensor):
-        mask = string_tensor.mask()
-        values = string_array(string_tensor.values, api, "string_tensor")
+    if is_ragged(input):
+        values = string_array(input.values, api)
+        mask = np.arange(values.shape[-1]) < np.asarray(input.row_lengths)[..., None]
         out = np.zeros(values.shape, dtype=dtype)
         out[mask] = [_parse(s, dtype) for s in values[mask].tolist()]
-        lengths = np.asarray(string_tensor.row_lengths)
-        return RaggedRows(out, lengths, np.asarray(string_tensor.shapes))
-    arr = string_array(string_tensor, api, "string_tensor")
+        lengths = np.asarray(input.row_lengths)
+        return RaggedRows(out, lengths, np.asarray(getattr(input, "shapes", lengths[..., None])))
+    arr = string_array(input, api)
     with np.errstate(over="ignore"):
         return numeric_result(map_strings(lambda s: _parse(s, dtype), arr, dtype))
 

@@ -99,3 +99,11 @@ def check_choice(value: Any, allowed: tuple[str, ...], api: str, arg: str) -> st
             f"({api}: received {arg}={value!r}. Fix: pass one of {list(allowed)}.)"
         )
     return value
+
+
+_TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half", "object": "string"}
+
+
+def tf_type_name(dtype: np.dtype) -> str:
+    """TensorFlow's name of a dtype in its messages (``float`` for float32, ``double`` for float64, ...)."""
+    return _TF_TYPE_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
