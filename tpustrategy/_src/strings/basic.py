@@ -159,7 +159,17 @@ def substr(input: Any, pos: Any, len: Any, unit: str = "BYTE", name: str | None 
     arr = string_array(input, api)
     p = int_array(pos, api, "pos")
     n = int_array(len, api, "len")
-    shape = np.broadcast_shapes(arr.shape, p.shape, n.shape)
+    if p.shape != n.shape:
+        raise ValueError(
+            f"{api}: pos and len must have the same shape; received pos of shape {list(p.shape)} and len of shape "
+            f"{list(n.shape)}.\nFix: pass them with one shape (np.broadcast_to(len, np.shape(pos))).")
+    try:
+        shape = np.broadcast_shapes(arr.shape, p.shape, n.shape)
+    except ValueError:
+        raise ValueError(
+            f"{api}: input of shape {list(arr.shape)}, pos of shape {list(p.shape)} and len of shape "
+            f"{list(n.shape)} do not broadcast together.\nFix: give pos and len input's shape, or a shape that "
+            "broadcasts to it (e.g. one value per column).") from None
     strings = np.broadcast_to(arr, shape).reshape(-1)
     ps = np.broadcast_to(p, shape).reshape(-1).tolist()
     ns = np.broadcast_to(n, shape).reshape(-1).tolist()
