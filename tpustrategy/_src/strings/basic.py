@@ -249,7 +249,8 @@ def reduce_join(inputs: Any, axis: Any = None, keepdims: bool = False, separator
     kept = [a for a in range(rank) if a not in norm]
     moved = np.transpose(arr, kept + norm[::-1]) if rank else arr
     kept_shape = tuple(arr.shape[a] for a in kept)
-    flat = moved.reshape(int(np.prod(kept_shape, dtype=np.int64)), -1) if rank else moved.reshape(1, 1)
+    reduced = int(np.prod([arr.shape[a] for a in norm], dtype=np.int64))
+    flat = moved.reshape(int(np.prod(kept_shape, dtype=np.int64)), reduced) if rank else moved.reshape(1, 1)
     out = np.empty(kept_shape, dtype=OBJECT)
     out.reshape(-1)[:] = [sep.join(row.tolist()) for row in flat] if flat.shape[0] else []
     if keepdims:
