@@ -18,8 +18,12 @@ from tpustrategy._src.strings.split import pieces_result
 from tpustrategy._src.strings.tensor import OBJECT, check_choice, string_array, string_result
 
 _CODECS = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-16-LE": "utf-16-le", "UTF-32-BE": "utf-32-be",
-           "UTF-32-LE": "utf-32-le", "ISO-8859-1": "latin-1", "US-ASCII": "ascii", "UTF-16": "utf-16-be",
-           "UTF-32": "utf-32-be"}
+           "UTF-32-LE": "utf-32-le", "ISO-8859-1": "latin-1", "US-ASCII": "ascii", "UTF-16": "utf-16",
+           "UTF-32": "utf-32"}
+# Bare UTF-16 / UTF-32 (as ICU reads them): a byte-order mark picks the order and is dropped; without one,
+# big-endian.
+_BOMS = {"utf-16": ((b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le")),
+         "utf-32": ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"))}
 _OUT_CODECS = ("UTF-8", "UTF-16-BE", "UTF-32-BE")
 _ERRORS = ("strict", "replace", "ignore")
 
@@ -37,6 +41,13 @@ def _units(data: bytes, codec: str) -> list[tuple[int | None, int, int]]:
     """``(code point or None for an invalid sequence, start byte, end byte)`` for each character."""
     out: list[tuple[int | None, int, int]] = []
     pos = 0
+    if codec in _BOMS:
+        bare = codec
+        codec = bare + "-be"
+        for bom, ordered in _BOMS[bare]:
+            if data.startswith(bom):
+                codec, pos = ordered, len(bom)
+                break
     while pos < len(data):
         try:
             text = data[pos:].decode(codec)
@@ -53,6 +64,14 @@ def _units(data: bytes, codec: str) -> list[tuple[int | None, int, int]]:
         out.append((None, bad[0], bad[1]))
         pos = bad[1]
     return out
+
+
+def _check_replacement(replacement_char: Any, api: str) -> int:
+    char = int(replacement_char)
+    if not 0 <= char <= 0x10FFFF:
+        raise InvalidArgumentError(f"replacement_char out of unicode codepoint range\n({api}: received "
+                                   f"{char}. Fix: pass a code point in [0, 0x10FFFF], e.g. 65533 (U+FFFD).)")
+    return char
 
 
 def _decode_one(data: bytes, codec: str, errors: str, replacement_char: int,
@@ -77,8 +96,9 @@ def _decode(input: Any, input_encoding: str, errors: str, replacement_char: int,
             replace_control_characters: bool, api: str) -> tuple[np.ndarray, list[list[int]], list[list[int]]]:
     check_choice(errors, _ERRORS, api, "errors")
     codec = _codec(input_encoding, api, "input")
+    replacement_char = _check_replacement(replacement_char, api)
     arr = string_array(input, api)
-    decoded = [_decode_one(s, codec, errors, int(replacement_char), bool(replace_control_characters))
+    decoded = [_decode_one(s, codec, errors, replacement_char, bool(replace_control_characters))
                for s in arr.reshape(-1).tolist()]
     return arr, [d[0] for d in decoded], [d[1] for d in decoded]
 
@@ -127,7 +147,8 @@ def _encode_cp(cp: int, codec: str, errors: str, replacement_char: int) -> bytes
                                    f"(tps.strings.unicode_encode: received {cp}. Fix: errors='replace' or 'ignore'.)")
     if errors == "ignore":
         return b""
-    return chr(replacement_char).encode(codec)
+    # A surrogate replacement character cannot be written either; ICU writes U+FFFD for it.
+    return chr(0xFFFD if 0xD800 <= replacement_char <= 0xDFFF else replacement_char).encode(codec)
 
 
 def unicode_encode(input: Any, output_encoding: str, errors: str = "replace",  # noqa: A002
@@ -148,6 +169,7 @@ def unicode_encode(input: Any, output_encoding: str, errors: str = "replace",  #
     check_choice(errors, _ERRORS, api, "errors")
     check_choice(output_encoding, _OUT_CODECS, api, "output_encoding")
     codec = _CODECS[output_encoding]
+    replacement_char = _check_replacement(replacement_char, api)
     if is_ragged(input):
         rows, leading = rows_of(input)
     else:
@@ -166,8 +188,9 @@ def unicode_encode(input: Any, output_encoding: str, errors: str = "replace",  #
 def _split(input: Any, input_encoding: str, errors: str, replacement_char: int, api: str,  # noqa: A002
            with_offsets: bool) -> Any:
     arr, rows, offsets = _decode(input, input_encoding, errors, replacement_char, False, api)
-    codec = _CODECS[str(input_encoding).upper()]
-    pieces = [[chr(c).encode(codec) if 0 <= c <= 0x10FFFF else b"" for c in r] for r in rows]
+    codec = {"utf-16": "utf-16-be", "utf-32": "utf-32-be"}.get(_CODECS[str(input_encoding).upper()],
+                                                             _CODECS[str(input_encoding).upper()])
+    pieces = [[_encode_cp(c, codec, "replace", 0xFFFD) for c in r] for r in rows]
     chars = pieces_result(pieces, arr.shape)
     return (chars, _rows(offsets, arr.shape, np.int64)) if with_offsets else chars
 
