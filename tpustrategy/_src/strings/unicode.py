@@ -3,11 +3,13 @@
 Each invalid byte sequence (the longest prefix of a valid sequence, or one
 byte) counts as one error, as ICU counts it in TensorFlow: ``errors="replace"``
 gives one ``replacement_char`` for it, ``"ignore"`` drops it, ``"strict"``
-raises. Encodings: UTF-8, UTF-16-BE / LE, UTF-32-BE / LE, ISO-8859-1, US-ASCII.
+raises. Encodings: UTF-8, UTF-16(-BE / -LE), UTF-32(-BE / -LE), ISO-8859-1, US-ASCII, and other ICU
+names that Python has a text codec for (SHIFT-JIS, EUC-KR, windows-1252, ...).
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,13 @@ _ERRORS = ("strict", "replace", "ignore")
 
 def _codec(encoding: Any, api: str, direction: str) -> str:
     codec = _CODECS.get(str(encoding).upper())
+    if codec is None:
+        # Other ICU converter names (SHIFT-JIS, EUC-KR, windows-1252, ...): Python's text codec of that name.
+        try:
+            info = codecs.lookup(str(encoding))
+            codec = info.name if getattr(info, "_is_text_encoding", True) else None
+        except LookupError:
+            codec = None
     if codec is None:
         raise InvalidArgumentError(
             f"Could not create converter for {direction} encoding: {encoding}\n"
