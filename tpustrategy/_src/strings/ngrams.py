@@ -52,24 +52,32 @@ def ngrams(data: Any, ngram_width: Any, separator: Any = " ", pad_values: Any = 
       Like ``data``: a `RaggedRows` for ragged data, else a dense array (rows of one length).
 
     Raises:
-      ValueError: ``ngram_width`` or ``padding_width`` not positive, or ``pad_values`` not one or two strings.
+      ValueError: ``ngram_width`` or ``padding_width`` not positive, ``padding_width`` without
+        ``pad_values``, or scalar ``data`` (TensorFlow's messages).
+      TypeError: ``pad_values`` is not a string or a pair of strings.
     """
     api = "tps.strings.ngrams"
     widths = [int(w) for w in (ngram_width if isinstance(ngram_width, (list, tuple)) else [ngram_width])]
     if any(w < 1 for w in widths):
-        raise ValueError(f"{api}: ngram_width must be greater than 0; received {ngram_width!r}.\nFix: e.g. 2 for bigrams.")
-    if padding_width is not None and int(padding_width) < 1:
-        raise ValueError(f"{api}: padding_width must be greater than 0; received {padding_width!r}.\n"
-                         "Fix: pass a positive int or None.")
+        raise ValueError(f"All ngram_widths must be greater than 0. Got {ngram_width}\n"
+                         f"({api}: Fix: e.g. ngram_width=2 for bigrams.)")
     left = right = None
     if pad_values is not None:
         if isinstance(pad_values, (bytes, str)):
             left = right = _as_bytes(pad_values)
-        elif isinstance(pad_values, (list, tuple)) and len(pad_values) == 2:
+        elif (isinstance(pad_values, (list, tuple)) and len(pad_values) == 2
+              and all(isinstance(v, (bytes, str)) for v in pad_values)):
             left, right = (_as_bytes(v) for v in pad_values)
         else:
-            raise ValueError(f"{api}: pad_values must be a string, a pair of strings, or None; received {pad_values!r}.\n"
-                             "Fix: e.g. pad_values=('<s>', '</s>').")
+            raise TypeError("pad_values must be a string, tuple of strings, or None.\n"
+                            f"({api}: received {pad_values!r}. Fix: e.g. pad_values=('<s>', '</s>').)")
+    if padding_width is not None:
+        if pad_values is None:
+            raise ValueError("pad_values must be provided if padding_width is set.\n"
+                             f"({api}: Fix: pass pad_values, e.g. pad_values='<pad>', or drop padding_width.)")
+        if int(padding_width) < 1:
+            raise ValueError(f"padding_width must be greater than 0.\n({api}: received {padding_width!r}. "
+                             "Fix: pass a positive int, or None for ngram_width - 1.)")
     sep = _as_bytes(separator)
     pw = None if padding_width is None else int(padding_width)
     if is_ragged(data):
@@ -79,8 +87,8 @@ def ngrams(data: Any, ngram_width: Any, separator: Any = " ", pad_values: Any = 
         return from_rows(grams, leading, OBJECT)
     arr = string_array(data, api, "data")
     if arr.ndim == 0:
-        raise ValueError(f"{api}: `data` must have at least one dimension (the sequence); received a scalar.\n"
-                         "Fix: pass a 1-D tensor of tokens, e.g. tps.strings.split(text).")
+        raise ValueError("Data must have rank>0\n"
+                         f"({api}: Fix: pass a 1-D tensor of tokens, e.g. tps.strings.split(text).)")
     leading = arr.shape[:-1]
     flat = arr.reshape(-1, arr.shape[-1])
     grams = [_row_ngrams(r.tolist(), widths, sep, left, right, pw, preserve_short_sequences) for r in flat]
