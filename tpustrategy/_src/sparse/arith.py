@@ -23,7 +23,11 @@ def _is_sparse(value: Any) -> bool:
 
 def _union(a: SparseTensor, b: SparseTensor, api: str) -> tuple[np.ndarray, list[Any], list[Any]]:
     """Sorted union of indices, and each operand's value there (None where absent)."""
-    if a.dense_shape.size != b.dense_shape.size or (a.dense_shape != b.dense_shape).any():
+    if a.dense_shape.size != b.dense_shape.size:
+        shapes = " ".join(map(str, a.dense_shape.tolist())), " ".join(map(str, b.dense_shape.tolist()))
+        raise InvalidArgumentError(f"Operands do not have the same ranks; got shapes: {shapes[0]} and {shapes[1]}\n"
+                                   f"({api}: Fix: give both operands one dense_shape.)")
+    if (a.dense_shape != b.dense_shape).any():
         for d, (x, y) in enumerate(zip(a.dense_shape.tolist(), b.dense_shape.tolist())):
             if x != y:
                 raise InvalidArgumentError(f"Operands' shapes do not match: got {x} and {y} for dimension {d}\n"
@@ -92,16 +96,22 @@ def minimum(sp_a: Any, sp_b: Any, name: str | None = None) -> SparseTensor:
     return _elementwise(sp_a, sp_b, min, "tps.sparse.minimum")
 
 
-def _axes(axis: Any, rank: int) -> list[int]:
+def _axes(axis: Any, rank: int, api: str) -> list[int]:
     if axis is None:
         return list(range(rank))
-    return sorted({int(a) % rank for a in np.asarray(axis).reshape(-1).tolist()})
+    out = set()
+    for a in np.asarray(axis).reshape(-1).tolist():
+        if not -rank <= int(a) < rank:
+            raise InvalidArgumentError(f"Invalid reduction dimension {int(a)}, for input with {rank} dimensions.\n"
+                                       f"({api}: Fix: pass axes in [-{rank}, {rank}).)")
+        out.add(int(a) % rank)
+    return sorted(out)
 
 
 def _reduce(sp_input: Any, axis: Any, keepdims: Any, output_is_sparse: bool, ufunc: Any, api: str) -> Any:
     st = as_sparse(sp_input, api)
     rank = st.dense_shape.size
-    axes = _axes(axis, rank)
+    axes = _axes(axis, rank, api)
     kept = [d for d in range(rank) if d not in axes]
     groups: dict[tuple[int, ...], Any] = {}
     for key, v in zip(map(tuple, st.indices[:, kept].tolist()), st.values.tolist()):
@@ -177,7 +187,8 @@ def retain(sp_input: Any, to_retain: Any) -> SparseTensor:
     st = as_sparse(sp_input, api)
     keep = np.asarray(to_retain)
     if keep.shape != st.values.shape or keep.dtype != bool:
-        raise ValueError(f"{api}: to_retain must be a bool vector of length {st.values.shape[0]} (one per entry); "
+        raise ValueError(f"Dimensions {st.values.shape[0]} and {keep.size} are not compatible\n"
+                         f"({api}: to_retain must be a bool vector of length {st.values.shape[0]} (one per entry); "
                          f"received {keep.dtype} of shape {list(keep.shape)}.\nFix: e.g. st.values > 0.")
     return SparseTensor(st.indices[keep], st.values[keep], st.dense_shape)
 
@@ -190,12 +201,20 @@ def fill_empty_rows(sp_input: Any, default_value: Any, name: str | None = None) 
     """
     st = as_sparse(sp_input, "tps.sparse.fill_empty_rows")
     rows = int(st.dense_shape[0])
+    for i, r in enumerate(st.indices[:, 0].tolist()):
+        if not 0 <= r < rows:
+            raise InvalidArgumentError(f"indices({i}, 0) is invalid: {r} >= {rows}\n(tps.sparse.fill_empty_rows: "
+                                       "Fix: keep every row index within dense_shape[0].)")
     empty = np.ones(rows, dtype=bool)
     empty[st.indices[:, 0]] = False
     extra = np.zeros((int(empty.sum()), st.dense_shape.size), dtype=np.int64)
     extra[:, 0] = np.nonzero(empty)[0]
     indices = np.concatenate([st.indices, extra])
-    values = np.concatenate([st.values, np.full(extra.shape[0], default_value, dtype=st.values.dtype)])
+    if st.values.dtype == object and isinstance(default_value, str):
+        default_value = default_value.encode("utf-8")
+    fill = np.empty(extra.shape[0], dtype=st.values.dtype)
+    fill[...] = default_value
+    values = np.concatenate([st.values, fill])
     order = sort_order(indices[:, :1])
     return SparseTensor(indices[order], values[order], st.dense_shape), empty
 

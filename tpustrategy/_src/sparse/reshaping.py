@@ -91,7 +91,10 @@ def concat(axis: Any, sp_inputs: Any, expand_nonconcat_dims: bool = False, name:
     if not sts:
         raise ValueError(f"{api}: `sp_inputs` is empty.\nFix: pass at least one SparseTensor.")
     rank = sts[0].dense_shape.size
-    a = _axis(axis, rank, api)
+    if not -rank <= int(axis) < rank:
+        raise InvalidArgumentError(f"Concat dimension must be in range [{-rank}, {rank}), got {int(axis)}\n"
+                                   f"({api}: Fix: pass an axis of the inputs.)")
+    a = int(axis) % rank
     shapes = np.stack([s.dense_shape for s in sts])
     out_shape = shapes.max(axis=0) if expand_nonconcat_dims else shapes[0].copy()
     for pos, s in enumerate(sts[1:], 1):
@@ -122,9 +125,11 @@ def slice(sp_input: Any, start: Any, size: Any, name: str | None = None) -> Spar
     st = as_sparse(sp_input, api)
     begin = np.asarray(start, dtype=np.int64).reshape(-1)
     extent = np.asarray(size, dtype=np.int64).reshape(-1)
-    if begin.size != st.dense_shape.size or extent.size != st.dense_shape.size:
-        raise InvalidArgumentError(f"{api}: start {begin.tolist()} and size {extent.tolist()} must have one entry per "
-                                   f"dimension of dense_shape {st.dense_shape.tolist()}.\nFix: give rank-many values.")
+    for arg, vec in (("start", begin), ("size", extent)):
+        if vec.size != st.dense_shape.size:
+            raise InvalidArgumentError(
+                f"Expected {arg} to be a vector of length {st.dense_shape.size} but got length {vec.size}\n"
+                f"({api}: Fix: give one {arg} per dimension of dense_shape {st.dense_shape.tolist()}.)")
     end = np.minimum(begin + extent, st.dense_shape)
     keep = ((st.indices >= begin) & (st.indices < end)).all(axis=1)
     shape = np.maximum(end - begin, 0)
@@ -138,6 +143,10 @@ def split(sp_input: Any = None, num_split: Any = None, axis: Any = None, name: s
     k = int(num_split)
     a = _axis(axis, st.dense_shape.size, api)
     size = int(st.dense_shape[a])
+    if not 1 <= k <= size:
+        raise InvalidArgumentError(
+            f"Input num_split should be between 1 and the splitting dimension size ({size}), got {k}\n"
+            f"({api}: Fix: split into at most {size} pieces.)")
     base, extra = divmod(size, k)
     out, begin = [], 0
     for i in range(k):
@@ -180,7 +189,7 @@ def reset_shape(sp_input: Any, new_shape: Any = None) -> SparseTensor:
     """The same entries with dense shape ``new_shape`` (None: the tightest shape) (``tf.sparse.reset_shape``).
 
     Raises:
-      ValueError: ``new_shape`` is smaller than an entry's index needs, or of another rank.
+      ValueError: ``new_shape`` is smaller than ``dense_shape`` in a dimension, or of another rank.
     """
     api = "tps.sparse.reset_shape"
     st = as_sparse(sp_input, api)
@@ -188,7 +197,12 @@ def reset_shape(sp_input: Any, new_shape: Any = None) -> SparseTensor:
     if new_shape is None:
         return SparseTensor(st.indices, st.values, tight.astype(np.int64))
     shape = np.asarray(new_shape, dtype=np.int64).reshape(-1)
-    if shape.size != st.dense_shape.size or (shape < tight).any():
-        raise ValueError(f"{api}: new_shape {shape.tolist()} must have rank {st.dense_shape.size} and be at least "
-                         f"{tight.tolist()} in every dimension (the entries' extent).\nFix: pass a larger shape.")
+    if shape.size != st.dense_shape.size:
+        raise ValueError(f"Dimensions {st.dense_shape.size} and {shape.size} are not compatible\n"
+                         f"({api}: new_shape {shape.tolist()} must have rank {st.dense_shape.size}.)")
+    if (shape < st.dense_shape).any():
+        raise ValueError(
+            "Requested new_shape should have dimension sizes >= sp_input.shape.  Found new_shape "
+            f"({shape.tolist()}), sp_input.shape ({st.dense_shape.tolist()}).\n"
+            f"({api}: Fix: pass a shape at least dense_shape in every dimension, or None for the tightest.)")
     return SparseTensor(st.indices, st.values, shape)

@@ -105,8 +105,8 @@ def as_sparse(value: Any, api: str, arg: str = "sp_input") -> SparseTensor:
     values = value.values if isinstance(value.values, np.ndarray) else _values_array(value.values)
     values = np.asarray(values)
     shape = np.asarray(value.dense_shape, dtype=np.int64).reshape(-1)
-    if indices.size == 0:
-        indices = indices.reshape(0, shape.size)
+    if indices.size == 0 and (indices.ndim != 2 or indices.shape[1] != shape.size):
+        indices = indices.reshape(values.shape[0] if values.ndim == 1 and shape.size == 0 else 0, shape.size)
     if indices.ndim != 2 or indices.shape[1] != shape.size or values.shape != (indices.shape[0],):
         raise InvalidArgumentError(
             f"{api}: `{arg}` has indices of shape {list(indices.shape)}, values of shape {list(values.shape)} and "
@@ -126,7 +126,9 @@ def dense_array(indices: np.ndarray, values: np.ndarray, shape: np.ndarray, defa
         out.reshape(-1)[:] = [fill] * out.size
     else:
         out[...] = fill
-    if indices.shape[0]:
+    if indices.shape[0] and out.ndim == 0:
+        out[()] = values[-1]
+    elif indices.shape[0]:
         out[tuple(indices.T)] = values
     return out
 
