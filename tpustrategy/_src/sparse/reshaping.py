@@ -90,7 +90,14 @@ def concat(axis: Any, sp_inputs: Any, expand_nonconcat_dims: bool = False, name:
     sts = [as_sparse(s, api, "sp_inputs") for s in sp_inputs]
     if not sts:
         raise ValueError(f"{api}: `sp_inputs` is empty.\nFix: pass at least one SparseTensor.")
+    if len(sts) == 1:  # TensorFlow returns a single input as it is, whatever the axis
+        return sts[0]
     rank = sts[0].dense_shape.size
+    for pos, s in enumerate(sts[1:], 1):
+        if s.dense_shape.size != rank:
+            raise ValueError(
+                f"{api}: input {pos} has rank {s.dense_shape.size} but input 0 has rank {rank}; sparse tensors "
+                "concatenate only with one rank.\nFix: tps.sparse.expand_dims or reshape the inputs to one rank.")
     if not -rank <= int(axis) < rank:
         raise InvalidArgumentError(f"Concat dimension must be in range [{-rank}, {rank}), got {int(axis)}\n"
                                    f"({api}: Fix: pass an axis of the inputs.)")
