@@ -218,7 +218,6 @@ def strings_cases() -> list[tuple]:
     add("join_scalars", "join", [B("a"), B("b")], ", ")
     add("join_shape_mismatch", "join", [S("a", "b"), S("a", "b", "c")])
 
-    texts = S("", "h", "hello", "ünïcödé", "\xff", "\U0001f600x", "\xc3")
     for unit in ("BYTE", "UTF8_CHAR"):
         add(f"length_{unit}", "length", S("", "h", "hello", "ünïcödé", "😀x"), unit=unit)
     add("length_bad_unit", "length", S("a"), unit="CHAR")

@@ -28,10 +28,14 @@ from tpustrategy._src.strings.regex import regex_replace as regex_replace
 from tpustrategy._src.strings.split import bytes_split as bytes_split
 from tpustrategy._src.strings.split import split as split
 from tpustrategy._src.strings.unicode import unicode_decode as unicode_decode
-from tpustrategy._src.strings.unicode import unicode_decode_with_offsets as unicode_decode_with_offsets
+from tpustrategy._src.strings.unicode import (
+    unicode_decode_with_offsets as unicode_decode_with_offsets,
+)
 from tpustrategy._src.strings.unicode import unicode_encode as unicode_encode
 from tpustrategy._src.strings.unicode import unicode_split as unicode_split
-from tpustrategy._src.strings.unicode import unicode_split_with_offsets as unicode_split_with_offsets
+from tpustrategy._src.strings.unicode import (
+    unicode_split_with_offsets as unicode_split_with_offsets,
+)
 from tpustrategy._src.strings.unicode import unicode_transcode as unicode_transcode
 
 unicode_script = _NotProvided(

@@ -26,14 +26,6 @@ def reorder(sp_input: Any, name: str | None = None) -> SparseTensor:
     return _sorted(st.indices, st.values, st.dense_shape)
 
 
-def _axis(axis: Any, rank: int, api: str, arg: str = "axis", extra: int = 0) -> int:
-    a = int(axis)
-    if not -(rank + extra) <= a < rank + extra:
-        raise InvalidArgumentError(f"{api}: {arg} {a} is out of range for rank {rank}; it must be in "
-                                   f"[{-(rank + extra)}, {rank + extra}).\nFix: pass an axis of the sparse tensor.")
-    return a % (rank + extra)
-
-
 def reshape(sp_input: Any, shape: Any, name: str | None = None) -> SparseTensor:
     """The sparse tensor with a new dense shape, entries in the same order (``tf.sparse.reshape``).
 
@@ -146,9 +138,24 @@ def slice(sp_input: Any, start: Any, size: Any, name: str | None = None) -> Spar
 def split(sp_input: Any = None, num_split: Any = None, axis: Any = None, name: str | None = None) -> list[SparseTensor]:
     """``num_split`` sparse tensors along ``axis``; the first ``size % num_split`` get one more (``tf.sparse.split``)."""
     api = "tps.sparse.split"
+    for arg, value in (("sp_input", sp_input), ("num_split", num_split), ("axis", axis)):
+        if value is None:
+            raise ValueError(f"{arg} is required\n({api}: Fix: e.g. split(sp_input=st, num_split=2, axis=0).)")
     st = as_sparse(sp_input, api)
     k = int(num_split)
-    a = _axis(axis, st.dense_shape.size, api)
+    rank = st.dense_shape.size
+    if np.ndim(axis) != 0:
+        raise InvalidArgumentError(f"axis should be a scalar but received shape {list(np.shape(axis))}\n"
+                                   f"({api}: Fix: pass one axis.)")
+    if not -rank <= int(axis) < rank:
+        raise InvalidArgumentError(f"axis should be in range [{-rank}, {rank}), got {int(axis)}\n"
+                                   f"({api}: Fix: pass an axis of sp_input.)")
+    a = int(axis) % rank
+    outside = ((st.indices < 0) | (st.indices >= st.dense_shape)).any(axis=1) if st.indices.size else []
+    if np.any(outside):
+        i = int(np.nonzero(outside)[0][0])
+        raise InvalidArgumentError(f"Index {st.indices[i].tolist()} at position {i} is out of bounds for dense_shape "
+                                   f"{st.dense_shape.tolist()}\n({api}: Fix: keep every index inside dense_shape.)")
     size = int(st.dense_shape[a])
     if not 1 <= k <= size:
         raise InvalidArgumentError(

@@ -15,7 +15,6 @@ import numpy as np
 
 from tpustrategy._src.strings.numbers import float_text
 
-
 _ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
             ord("\\"): "\\\\"}
 

@@ -16,7 +16,13 @@ import numpy as np
 
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.strings.ragged import RaggedRows, is_ragged, ragged_map
-from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result, tf_type_name
+from tpustrategy._src.strings.tensor import (
+    map_strings,
+    numeric_result,
+    string_array,
+    string_result,
+    tf_type_name,
+)
 
 _INT = re.compile(rb"[ \t\n\v\f\r]*([+-]?[0-9]+)[ \t\n\v\f\r]*\Z")
 _FLOAT = re.compile(rb"[ \t\n\v\f\r]*([+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?"
@@ -179,7 +185,7 @@ def float_text(value: float, dtype: np.dtype) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     if dtype == np.float64:
-        text = "%.15g" % value
-        return text if float(text) == value else "%.17g" % value
-    text = "%.6g" % value
-    return text if np.float32(float(text)) == np.float32(value) else "%.9g" % value
+        text = f"{value:.15g}"
+        return text if float(text) == value else f"{value:.17g}"
+    text = f"{value:.6g}"
+    return text if np.float32(float(text)) == np.float32(value) else f"{value:.9g}"
