@@ -178,7 +178,8 @@ def sparse_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: b
     if a.shape[1] != dense.shape[0]:
         raise InvalidArgumentError(f"Cannot multiply A and B because inner dimension does not match: {a.shape[1]} vs. "
                                    f"{dense.shape[0]}.\n({api}: Fix: check the shapes and adjoint_a / adjoint_b.)")
-    return (a @ dense).astype(np.result_type(a, dense))
+    product: np.ndarray = (a @ dense).astype(np.result_type(a, dense))
+    return product
 
 
 def retain(sp_input: Any, to_retain: Any) -> SparseTensor:

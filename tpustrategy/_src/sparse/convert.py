@@ -19,7 +19,7 @@ def check_indices(st: SparseTensor, api: str) -> None:
     """TensorFlow's index checks: in bounds, in row-major order, not repeated."""
     idx, shape = st.indices, st.dense_shape
     fix = f"({api}: Fix: tps.sparse.reorder(sp_input) sorts the indices; remove repeated or out-of-bounds entries.)"
-    bad = np.nonzero(((idx < 0) | (idx >= shape)).any(axis=1))[0] if idx.size else []
+    bad: Any = np.nonzero(((idx < 0) | (idx >= shape)).any(axis=1))[0] if idx.size else []
     first_bad = int(bad[0]) if len(bad) else idx.shape[0]
     for i in range(1, first_bad):  # TensorFlow checks bounds before order at each index
         a, b = idx[i - 1].tolist(), idx[i].tolist()

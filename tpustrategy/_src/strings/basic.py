@@ -96,13 +96,12 @@ def _case(input: Any, encoding: str, api: str, to_lower: bool) -> Any:  # noqa: 
     if is_ragged(input):
         return ragged_map(input, lambda v: _case(v, encoding, api, to_lower))
     arr = string_array(input, api)
-    if encoding == "":
-        fn = bytes.lower if to_lower else bytes.upper
-    else:
-        def fn(s: bytes) -> bytes:
-            text = s.decode("utf-8", "surrogateescape")
-            return (text.lower() if to_lower else text.upper()).encode("utf-8", "surrogateescape")
-    return string_result(map_strings(fn, arr))
+    def unicode_case(s: bytes) -> bytes:
+        text = s.decode("utf-8", "surrogateescape")
+        return (text.lower() if to_lower else text.upper()).encode("utf-8", "surrogateescape")
+
+    ascii_case = bytes.lower if to_lower else bytes.upper
+    return string_result(map_strings(ascii_case if encoding == "" else unicode_case, arr))
 
 
 def lower(input: Any, encoding: str = "", name: str | None = None) -> Any:  # noqa: A002

@@ -25,8 +25,8 @@ def _row_ngrams(row: list[bytes], widths: list[int], sep: bytes, left: bytes | N
                 padding_width: int | None, preserve: bool) -> list[bytes]:
     out: list[bytes] = []
     for w in widths:
-        pad = 0 if left is None else min(w - 1, w - 1 if padding_width is None else padding_width)
-        seq = [left] * pad + row + [right] * pad
+        pad = 0 if left is None or right is None else min(w - 1, w - 1 if padding_width is None else padding_width)
+        seq: list[bytes] = [left or b""] * pad + row + [right or b""] * pad
         count = len(seq) - w + 1
         if count > 0:
             out.extend(sep.join(seq[i : i + w]) for i in range(count))

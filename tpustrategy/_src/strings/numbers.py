@@ -36,7 +36,7 @@ def as_numpy_dtype(dtype: Any, api: str, arg: str, allowed: tuple[str, ...]) -> 
     """A dtype argument (a NumPy dtype, its name, or an object with ``as_numpy_dtype``) checked against ``allowed``."""
     raw = getattr(dtype, "as_numpy_dtype", dtype)
     try:
-        out = np.dtype(raw)
+        out: np.dtype = np.dtype(raw)
     except TypeError:
         raise TypeError(f"{api}: `{arg}` must be a dtype; received {dtype!r}.\nFix: pass one of {list(allowed)}.") from None
     if out.name not in allowed:

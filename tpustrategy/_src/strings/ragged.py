@@ -46,7 +46,8 @@ class RaggedRows(NamedTuple):
     @property
     def flat_values(self) -> np.ndarray:
         """The rows' values one after another, without padding (TensorFlow's ``rt.flat_values``)."""
-        return np.asarray(self.values)[self.mask()]
+        flat: np.ndarray = np.asarray(self.values)[self.mask()]
+        return flat
 
     def mask(self) -> np.ndarray:
         """``values``-shaped booleans: True where a row has a value, False on padding."""
@@ -59,7 +60,8 @@ class RaggedRows(NamedTuple):
 
         def rows(v: np.ndarray, n: np.ndarray) -> list[Any]:
             if n.ndim == 0:
-                return v[: int(n)].tolist()
+                row: list[Any] = v[: int(n)].tolist()
+                return row
             return [rows(v[i], n[i]) for i in range(n.shape[0])]
 
         return rows(values, lengths)

@@ -98,7 +98,7 @@ def check_choice(value: Any, allowed: tuple[str, ...], api: str, arg: str) -> st
             f"Value for attr '{arg}' of \"{value}\" is not in the list of allowed values: {listed}\n"
             f"({api}: received {arg}={value!r}. Fix: pass one of {list(allowed)}.)"
         )
-    return value
+    return str(value)
 
 
 _TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half", "object": "string"}

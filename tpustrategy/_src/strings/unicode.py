@@ -213,7 +213,9 @@ def unicode_split(input: Any, input_encoding: str, errors: str = "replace",  # n
 def unicode_split_with_offsets(input: Any, input_encoding: str, errors: str = "replace",  # noqa: A002
                                replacement_char: int = 65533, name: str | None = None) -> tuple[Any, Any]:
     """`unicode_split` and each character's start byte (``tf.strings.unicode_split_with_offsets``)."""
-    return _split(input, input_encoding, errors, replacement_char, "tps.strings.unicode_split_with_offsets", True)
+    chars, offsets = _split(input, input_encoding, errors, replacement_char, "tps.strings.unicode_split_with_offsets",
+                            True)
+    return chars, offsets
 
 
 def unicode_transcode(input: Any, input_encoding: str, output_encoding: str, errors: str = "replace",  # noqa: A002
