@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.strings.ragged import is_ragged, ragged_map
 from tpustrategy._src.strings.tensor import map_strings, numeric_result, string_array, string_result
@@ -30,6 +32,8 @@ def _re2() -> Any:
 
 
 def _as_bytes(value: Any, api: str, arg: str) -> bytes:
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # a scalar string tensor
+        value = value[()]
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, bytes):
