@@ -399,6 +399,14 @@ def strings_cases() -> list[tuple]:
     add("unicode_encode_surrogate_replacement", "unicode_encode", A([72, -1], "int32"), "UTF-8", "replace", 0xD800)
     add("unicode_encode_le_refused", "unicode_encode", A([72], "int32"), "UTF-16-LE")
     add("unicode_split_utf16", "unicode_split", S("hé".encode("utf-16-be"), b"\xd8\x00"), "UTF-16-BE")
+    add("unicode_decode_ctrl_ignore", "unicode_decode_with_offsets", S(b"a\x00b"), "UTF-8", errors="ignore",
+        replace_control_characters=True)
+    add("unicode_decode_ctrl_strict", "unicode_decode", S(b"a\x00b"), "UTF-8", errors="strict",
+        replace_control_characters=True)
+    add("unicode_transcode_ctrl_strict", "unicode_transcode", S(b"a\x00b"), "UTF-8", "UTF-8", errors="strict",
+        replace_control_characters=True)
+    add("unicode_transcode_ctrl_ignore", "unicode_transcode", S(b"a\x00b"), "UTF-8", "UTF-8", errors="ignore",
+        replace_control_characters=True)
     add("unicode_decode_bad_encoding", "unicode_decode", S("a"), "KOI8-Z")
     add("unicode_encode_1d", "unicode_encode", A([72, 101, 108, 108, 111], "int32"), "UTF-8")
     add("unicode_encode_ragged", "unicode_encode", R([[72, 233], [128512], []], "int32"), "UTF-8")

@@ -95,6 +95,9 @@ def _decode_one(data: bytes, codec: str, errors: str, replacement_char: int,
                 continue
             cp = replacement_char
         elif replace_controls and cp < 0x20:
+            # A C0 control counts as an error: dropped under "ignore", else replaced (decode never raises for it).
+            if errors == "ignore":
+                continue
             cp = replacement_char
         chars.append(cp)
         offsets.append(start)
@@ -226,8 +229,15 @@ def unicode_transcode(input: Any, input_encoding: str, output_encoding: str, err
     if is_ragged(input):
         return ragged_map(input, lambda v: unicode_transcode(v, input_encoding, output_encoding, errors,
                                                              replacement_char, replace_control_characters))
-    arr, rows, _ = _decode(input, input_encoding, errors, replacement_char, replace_control_characters, api)
     check_choice(output_encoding, _OUT_CODECS, api, "output_encoding")
+    if errors == "strict" and replace_control_characters:
+        # Transcoding (unlike decoding) treats a C0 control as a strict error.
+        for text in string_array(input, api).reshape(-1).tolist():
+            if any(b < 0x20 for b in text):
+                raise InvalidArgumentError("Invalid formatting on input string\n(tps.strings.unicode_transcode: "
+                                           "a control character with replace_control_characters=True and "
+                                           "errors='strict'. Fix: errors='replace' or 'ignore'.)")
+    arr, rows, _ = _decode(input, input_encoding, errors, replacement_char, replace_control_characters, api)
     codec = _CODECS[output_encoding]
     out = np.empty(arr.shape, dtype=OBJECT)
     out.reshape(-1)[:] = [b"".join(_encode_cp(c, codec, errors, int(replacement_char)) for c in r) for r in rows]
