@@ -71,6 +71,14 @@ def add(a: Any, b: Any, threshold: Any = 0) -> Any:
         sp, dense = (a, b) if _is_sparse(a) else (b, a)
         st = as_sparse(sp, api)
         out = np.array(dense, dtype=st.values.dtype, copy=True)
+        for d in range(st.indices.shape[1]):
+            bad = np.nonzero((st.indices[:, d] < 0) | (st.indices[:, d] >= out.shape[d]))[0]
+            if bad.size:
+                i = int(bad[0])
+                raise InvalidArgumentError(
+                    f"Sparse tensor has an invalid index on dimension {d}: a_indices({i},{d}) = "
+                    f"{int(st.indices[i, d])}, dense tensor shape: {' '.join(map(str, out.shape))}\n"
+                    f"({api}: Fix: keep the sparse indices inside the dense operand's shape.)")
         np.add.at(out, tuple(st.indices.T), st.values)
         return out
     raise TypeError(f"{api}: at least one of `a`, `b` must be a SparseTensor; received {type(a).__name__} and "

@@ -53,6 +53,8 @@ class SparseTensor(_Fields):
     """
 
     __slots__ = ()
+    # NumPy's operators defer to ours (``dense * st``) instead of treating the tuple as a sequence.
+    __array_ufunc__ = None
 
     def __new__(cls, indices: Any, values: Any, dense_shape: Any) -> SparseTensor:
         if isinstance(indices, (list, tuple)):
@@ -87,6 +89,45 @@ class SparseTensor(_Fields):
     def from_value(cls, sparse_tensor_value: Any) -> SparseTensor:
         """A `SparseTensor` of any object with ``indices``, ``values`` and ``dense_shape``."""
         return as_sparse(sparse_tensor_value, "tps.sparse.SparseTensor.from_value")
+
+    def set_shape(self, shape: Any) -> None:
+        """Checks ``shape`` (None entries: any size) against the dense shape (TensorFlow's ``st.set_shape``).
+
+        Raises:
+          ValueError: a rank or a known dimension differs.
+        """
+        if shape is None:
+            return
+        dims = list(shape)
+        if len(dims) != len(self.shape) or any(d is not None and int(d) != s for d, s in zip(dims, self.shape)):
+            raise ValueError(f"Shapes {list(self.shape)} and {[d if d is None else int(d) for d in dims]} are "
+                             "incompatible\n(SparseTensor.set_shape: Fix: pass the dense shape, with None for any "
+                             "dimension you do not constrain.)")
+
+    def _cwise(self, other: Any, op: Any, name: str) -> SparseTensor:
+        st = as_sparse(self, f"SparseTensor.{name}")
+        dense = np.asarray(other)
+        shape = tuple(int(d) for d in st.dense_shape.tolist())
+        try:
+            full = np.broadcast_to(dense, shape)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"SparseDenseBinaryOpShared broadcasts dense to sparse only; got incompatible shapes: "
+                f"{shape_text(dense.shape)} vs. {shape_text(shape)}\n(SparseTensor.{name}: Fix: give the dense "
+                "operand a shape that broadcasts to the sparse tensor's dense_shape.)") from None
+        picked = full[tuple(st.indices.T)] if st.indices.shape[0] else np.zeros((0,), dense.dtype)
+        return SparseTensor(st.indices, op(st.values, picked), st.dense_shape)
+
+    def __mul__(self, other: Any) -> SparseTensor:
+        """Element-wise product with a dense tensor broadcast to the sparse one (``sp * dense``)."""
+        return self._cwise(other, np.multiply, "__mul__")
+
+    def __rmul__(self, other: Any) -> SparseTensor:
+        return self._cwise(other, np.multiply, "__rmul__")
+
+    def __truediv__(self, other: Any) -> SparseTensor:
+        """Element-wise quotient by a dense tensor (``sp / dense``); integers divide to float64, as in TensorFlow."""
+        return self._cwise(other, np.true_divide, "__truediv__")
 
     def to_dense(self, default_value: Any = None) -> np.ndarray:
         """The dense array (as ``tpsd.SparseBatch.to_dense``; TensorFlow spells it ``tf.sparse.to_dense(st)``)."""
