@@ -158,3 +158,15 @@ def test_ops_work_inside_dataset_map():
     assert [e.tolist() for e in ds] == [[1, 2], [3, 4]]
     ds = tpsd.Dataset.from_tensor_slices(["Hello World"]).map(lambda s: S.lower(S.regex_replace(s, " ", "_")))
     assert list(ds) == [b"hello_world"]
+
+
+def test_split_rows_ragged_batch_and_batched_split_give_the_same_rows():
+    import tpustrategy.data as tpsd
+
+    lines = [b"a b c", b"d", b"e f"]
+    batch = next(iter(tpsd.Dataset.from_tensor_slices(lines).map(S.split).ragged_batch(3)))
+    rows = next(iter(tpsd.Dataset.from_tensor_slices(lines).batch(3).map(S.split)))
+    assert type(batch).__name__ == "RaggedBatch" and type(rows).__name__ == "RaggedRows"
+    assert [r.tolist() for r in batch.to_list()] == rows.to_list() == [[b"a", b"b", b"c"], [b"d"], [b"e", b"f"]]
+    np.testing.assert_array_equal(batch.values, rows.values)
+    np.testing.assert_array_equal(batch.row_lengths, rows.row_lengths)
