@@ -16,7 +16,7 @@ names, kinds, defaults), ``tests/strings/fixtures/strings_cases.json`` and
 - ``{"sparse": {"indices", "values", "dense_shape"}}`` a ``tf.SparseTensor``;
 - ``{"error": exception class name, "message": text}`` where TensorFlow raised.
 
-The tests (``tests/strings/test_golden.py``, ``tests/sparse/test_golden.py``)
+The tests (``tests/strings/test_strings_golden.py``, ``tests/sparse/test_sparse_golden.py``)
 decode the inputs, call ``tps.strings.<op>`` / ``tps.sparse.<op>`` with them and
 compare with the recorded result.
 """

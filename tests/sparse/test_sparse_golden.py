@@ -10,7 +10,7 @@ import pytest
 import tpustrategy.sparse as tps_sparse
 
 _spec = importlib.util.spec_from_file_location(
-    "tf_golden_codec", pathlib.Path(__file__).parents[1] / "strings" / "tf_golden_codec.py")
+    "strings_golden_codec", pathlib.Path(__file__).parents[1] / "strings" / "strings_golden_codec.py")
 codec = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(codec)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from tf_golden_codec import load, run_case
+from strings_golden_codec import load, run_case
 
 import tpustrategy.strings as tps_strings
 
