@@ -532,6 +532,18 @@ def sparse_cases() -> list[tuple]:
     add("bincount_negative", "bincount", A([-1, 2], "int32"))
     add("bincount_bad_axis", "bincount", A([[1]], "int32"), axis=1)
     add("bincount_float", "bincount", A([1.5], "float32"))
+    fa = SP([[0, 0], [0, 1], [1, 0]], ["a", "b", "c"], [2, 2], "string")
+    fb = S("d", "e", shape=[2, 1])
+    fc = SP([[0, 0], [1, 0], [1, 1]], [1, 2, 3], [2, 2], "int64")
+    add("cross_sparse_dense", "cross", [fa, fb])
+    add("cross_dense_first", "cross", [fb, fa])
+    add("cross_three", "cross", [fa, fb, fc])
+    add("cross_one", "cross", [fa])
+    add("cross_separator", "cross", [fa, fb], separator="+")
+    add("cross_empty_feature", "cross", [fa, SP([], [], [2, 2], "string")])
+    add("cross_product_order", "cross", [S("a", "b", shape=[1, 2]), S("c", "d", shape=[1, 2]), S("e", "f", shape=[1, 2])])
+    add("cross_dense_int", "cross", [A([[1, 2]], "int32"), S("q", shape=[1, 1])])
+    add("cross_dense_not_matrix", "cross", [fa, S("x")])
     return c
 
 

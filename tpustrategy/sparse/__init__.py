@@ -24,6 +24,7 @@ from tpustrategy._src.sparse.arith import sparse_dense_matmul as sparse_dense_ma
 from tpustrategy._src.sparse.convert import from_dense as from_dense
 from tpustrategy._src.sparse.convert import to_dense as to_dense
 from tpustrategy._src.sparse.convert import to_indicator as to_indicator
+from tpustrategy._src.sparse.cross import cross as cross
 from tpustrategy._src.sparse.reshaping import concat as concat
 from tpustrategy._src.sparse.reshaping import expand_dims as expand_dims
 from tpustrategy._src.sparse.reshaping import reorder as reorder
@@ -34,10 +35,6 @@ from tpustrategy._src.sparse.reshaping import split as split
 from tpustrategy._src.sparse.reshaping import transpose as transpose
 from tpustrategy._src.sparse.tensor import SparseTensor as SparseTensor
 
-cross = _NotProvided(
-    "tf.sparse.cross",
-    "not yet ported (feature crosses of several sparse and dense inputs in TensorFlow's order).",
-    "itertools.product over each row's values, joined with b'_X_'.")
 cross_hashed = _NotProvided(
     "tf.sparse.cross_hashed",
     "not yet ported (feature crosses hashed with TensorFlow's FingerprintCat64).",
