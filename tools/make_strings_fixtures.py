@@ -544,6 +544,11 @@ def sparse_cases() -> list[tuple]:
     add("cross_product_order", "cross", [S("a", "b", shape=[1, 2]), S("c", "d", shape=[1, 2]), S("e", "f", shape=[1, 2])])
     add("cross_dense_int", "cross", [A([[1, 2]], "int32"), S("q", shape=[1, 1])])
     add("cross_dense_not_matrix", "cross", [fa, S("x")])
+    add("cross_hashed_full", "cross_hashed", [fa, fb])
+    add("cross_hashed_buckets", "cross_hashed", [fa, fb, fc], 100)
+    add("cross_hashed_key", "cross_hashed", [fa, fb], 1000, 12345)
+    add("cross_hashed_ints", "cross_hashed", [A([[1, 2], [3, -4]], "int64"), fc], 97)
+    add("cross_hashed_one", "cross_hashed", [fa], 10)
     return c
 
 

@@ -25,6 +25,7 @@ from tpustrategy._src.sparse.convert import from_dense as from_dense
 from tpustrategy._src.sparse.convert import to_dense as to_dense
 from tpustrategy._src.sparse.convert import to_indicator as to_indicator
 from tpustrategy._src.sparse.cross import cross as cross
+from tpustrategy._src.sparse.cross import cross_hashed as cross_hashed
 from tpustrategy._src.sparse.reshaping import concat as concat
 from tpustrategy._src.sparse.reshaping import expand_dims as expand_dims
 from tpustrategy._src.sparse.reshaping import reorder as reorder
@@ -35,10 +36,6 @@ from tpustrategy._src.sparse.reshaping import split as split
 from tpustrategy._src.sparse.reshaping import transpose as transpose
 from tpustrategy._src.sparse.tensor import SparseTensor as SparseTensor
 
-cross_hashed = _NotProvided(
-    "tf.sparse.cross_hashed",
-    "not yet ported (feature crosses hashed with TensorFlow's FingerprintCat64).",
-    "tps.strings.to_hash_bucket_fast of the joined crosses (the hash differs from TensorFlow's).")
 mask = _NotProvided(
     "tf.sparse.mask",
     "it masks a tf.IndexedSlices (gradient slices of a graph), which has no counterpart here.",
