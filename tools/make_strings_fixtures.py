@@ -549,6 +549,13 @@ def sparse_cases() -> list[tuple]:
     add("cross_hashed_key", "cross_hashed", [fa, fb], 1000, 12345)
     add("cross_hashed_ints", "cross_hashed", [A([[1, 2], [3, -4]], "int64"), fc], 97)
     add("cross_hashed_one", "cross_hashed", [fa], 10)
+    add("sampled_addmm", "sampled_addmm", A([[0, 0], [1, 1]], "int32"), A([0.5, 0.3], "float32"), A([2, 2], "int32"),
+        A(np.arange(1, 7).reshape(2, 3), "float32"), A(np.arange(7, 13).reshape(3, 2), "float32"), beta=0.25, alpha=0.75)
+    add("sampled_addmm_batch", "sampled_addmm", A([[[0, 1], [1, 0]], [[0, 0], [1, 0]]], "int32"),
+        A([[3, 5], [2, 7]], "float32"), A([2, 2], "int32"), A(np.arange(1, 13).reshape(2, 2, 3), "float32"),
+        A(np.arange(13, 25).reshape(2, 3, 2), "float32"), beta=0.25, alpha=0.75)
+    add("sampled_addmm_float64", "sampled_addmm", A([[0, 1]], "int32"), A([1.0], "float64"), A([2, 2], "int32"),
+        A([[1.0, 2.0], [3.0, 4.0]], "float64"), A([[0.5, 1.5], [2.5, 3.5]], "float64"), output_type="float64")
     return c
 
 

@@ -34,13 +34,10 @@ from tpustrategy._src.sparse.reshaping import reshape as reshape
 from tpustrategy._src.sparse.reshaping import slice as slice  # noqa: A004 - TensorFlow's name
 from tpustrategy._src.sparse.reshaping import split as split
 from tpustrategy._src.sparse.reshaping import transpose as transpose
+from tpustrategy._src.sparse.sampled import sampled_addmm as sampled_addmm
 from tpustrategy._src.sparse.tensor import SparseTensor as SparseTensor
 
 mask = _NotProvided(
     "tf.sparse.mask",
     "it masks a tf.IndexedSlices (gradient slices of a graph), which has no counterpart here.",
     "rows = np.isin(indices, mask_indices, invert=True); values[rows], indices[rows].")
-sampled_addmm = _NotProvided(
-    "tf.sparse.sampled_addmm",
-    "a kernel for sparse-dense attention in TensorFlow graphs, not an input-pipeline op.",
-    "jax.experimental.sparse (BCOO) inside the model.")
