@@ -44,6 +44,17 @@ class RaggedRows(NamedTuple):
         return np.asarray(self.values).dtype
 
     @property
+    def row_splits(self) -> np.ndarray:
+        """``[rows + 1]`` int64 offsets of each row in ``flat_values`` (TensorFlow's ``rt.row_splits``)."""
+        lengths = np.asarray(self.row_lengths, dtype=np.int64).reshape(-1)
+        splits: np.ndarray = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return splits
+
+    def nrows(self) -> int:
+        """The number of rows (TensorFlow's ``rt.nrows()``; all leading positions for a multi-dimensional input)."""
+        return int(np.asarray(self.row_lengths).size)
+
+    @property
     def flat_values(self) -> np.ndarray:
         """The rows' values one after another, without padding (TensorFlow's ``rt.flat_values``)."""
         flat: np.ndarray = np.asarray(self.values)[self.mask()]
