@@ -16,7 +16,7 @@ LAYERS = [
     {"activity"},
     {"errors", "config", "reduce_op", "lazy", "jax_shims", "not_provided", "context", "types", "background",
      "before_exit"},
-    {"data", "lookup", "values", "io"},
+    {"data", "lookup", "values", "io", "strings", "sparse"},
     {"image"},
     {"devices"},
     {"cluster"},

@@ -128,6 +128,12 @@ ENTRIES = (
                 "list_physical_devices", "reset_memory_stats", "set_memory_growth",
                 "set_virtual_device_configuration", "set_visible_devices", "tensor_float_32_execution_enabled")),
     Entry("tf.config.threading", "tps.config.threading"),
+    # The input-pipeline op modules (issue 39); the surface test checks those in its INPUT_OP_MODULES_CHECKED.
+    Entry("tf.io", "tps.io"),
+    Entry("tf.io.gfile", "tps.io.gfile"),
+    Entry("tf.image", "tps.image"),
+    Entry("tf.strings", "tps.strings"),
+    Entry("tf.sparse", "tps.sparse"),
 )
 
 

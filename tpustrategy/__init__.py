@@ -51,7 +51,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "in_cross_replica_context": ("tpustrategy._src.strategy.context", "in_cross_replica_context"),
     "initialize": ("tpustrategy._src.cluster.initialize", "initialize"),
 }
-_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train", "lookup", "io", "image")
+_SUBMODULES = ("config", "errors", "data", "testing", "nn", "tpu", "cluster_resolver", "experimental", "metrics", "optimizers", "train", "lookup", "io", "image", "strings",
+               "sparse")
 
 
 __getattr__, __dir__ = _loader(__name__, _LAZY, _SUBMODULES)

@@ -32,8 +32,17 @@ SURFACE = json.loads((pathlib.Path(__file__).parent / "tf_api_surface_2.21.json"
 ENTRIES = {name: entry for name, entry in SURFACE.items() if not name.startswith("_")}
 TABLE_HEADING = "## TensorFlow names we do not have"
 
+# The input-pipeline op modules of issue 39, built by parallel sessions. Their README rows do not exist
+# yet, so they are checked here without the table: every TensorFlow member is present, or a
+# placeholder (NotProvided) naming it with a reason. Add ("tf.io", "tps.io"), ("tf.io.gfile",
+# "tps.io.gfile") and ("tf.image", "tps.image") when those modules land; once README has their rows,
+# move the modules to the table check (drop them from INPUT_OP_MODULES).
+INPUT_OP_MODULES = ("tf.io", "tf.io.gfile", "tf.image", "tf.strings", "tf.sparse")
+INPUT_OP_MODULES_CHECKED = (("tf.strings", "tps.strings"), ("tf.sparse", "tps.sparse"))
+
+
 def _entry_params() -> list[object]:
-    return list(ENTRIES)
+    return [name for name in ENTRIES if name not in INPUT_OP_MODULES]
 
 
 def table_rows() -> dict[str, str]:
@@ -122,6 +131,23 @@ def test_every_tensorflow_name_exists_or_is_in_the_table(entry, namespace):
         + (f"{len(stale)} README row(s) for names that exist (remove the rows):\n  " + "\n  ".join(stale)
            if stale else "")
     )
+
+
+@pytest.mark.parametrize("entry, renamed", INPUT_OP_MODULES_CHECKED)
+def test_every_input_op_name_exists_or_is_a_placeholder_with_a_reason(entry, renamed, namespace):
+    spec = ENTRIES[entry]
+    assert spec["renamed"] == renamed
+    obj = resolve(renamed, namespace)
+    missing, unexplained = [], []
+    for member in spec["members"]:
+        value = lookup(obj, member)
+        if value is _MISSING:
+            missing.append(f"{renamed}.{member}  ({entry}.{member})")
+        elif is_placeholder(value) and (value.tf_name != f"{entry}.{member}" or not value.reason or not value.instead):
+            unexplained.append(f"{renamed}.{member}: placeholder {value!r}")
+    assert not missing and not unexplained, (
+        f"{entry} -> {renamed}:\n{len(missing)} TensorFlow name(s) neither present nor a placeholder:\n  "
+        + "\n  ".join(missing) + "\n" + "\n".join(unexplained))
 
 
 def _row_params() -> list[object]:
