@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.sparse as sp
-from tpustrategy._src.data.sparse_batch import SparseBatch
+from tpustrategy._src.data.transformations.sparse_batch import SparseBatch
 from tpustrategy._src.errors import InvalidArgumentError
 
 

@@ -8,7 +8,7 @@ import tpustrategy.strings as S
 
 
 def test_fields_are_ragged_batchs():
-    from tpustrategy._src.data.ragged_batch import RaggedBatch
+    from tpustrategy._src.data.transformations.ragged_batch import RaggedBatch
 
     assert S.RaggedRows._fields == RaggedBatch._fields == ("values", "row_lengths", "shapes")
 
