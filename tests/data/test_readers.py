@@ -96,7 +96,22 @@ def test_parallel_reads_cycle_over_files_one_record_at_a_time(four_files):
     ds = tpsd.TFRecordDataset(four_files, num_parallel_reads=2)
     expected = ["a0_r0", "a1_r0", "a0_r1", "a1_r1", "a0_r2", "a1_r2", "a2_r0", "a3_r0", "a2_r1", "a3_r1", "a2_r2", "a3_r2"]
     assert [r.decode() for r in ds] == expected
-    assert [r.decode() for r in tpsd.TFRecordDataset(four_files, num_parallel_reads=tpsd.AUTOTUNE)]
+
+
+def test_parallel_reads_autotune_reads_as_tensorflow_does(four_files, monkeypatch):
+    # TensorFlow 2.21 reads num_parallel_reads=AUTOTUNE through interleave(num_parallel_calls=
+    # AUTOTUNE): ceil(cores / 17) files at a time. Recorded with TensorFlow 2.21 on 2 cores: six
+    # files of three records read in file order; with 4 explicit reads, a record of each in turn.
+    from tpustrategy._src.data.transformations import interleave
+
+    in_order = [f"a{f}_r{r}" for f in range(4) for r in range(3)]
+    for cores in (2, 16):
+        monkeypatch.setattr(interleave, "cpu_count", lambda cores=cores: cores)
+        got = [r.decode() for r in tpsd.TFRecordDataset(four_files, num_parallel_reads=tpsd.AUTOTUNE)]
+        assert got == in_order, cores
+    monkeypatch.setattr(interleave, "cpu_count", lambda: 18)  # 2 files at a time from 18 cores
+    got = [r.decode() for r in tpsd.TFRecordDataset(four_files, num_parallel_reads=tpsd.AUTOTUNE)]
+    assert got == ["a0_r0", "a1_r0", "a0_r1", "a1_r1", "a0_r2", "a1_r2", "a2_r0", "a3_r0", "a2_r1", "a3_r1", "a2_r2", "a3_r2"]
 
 
 def test_parallel_reads_with_file_sharding_match_the_golden_sets(four_files):

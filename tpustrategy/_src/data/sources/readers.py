@@ -29,10 +29,12 @@ from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.core.options import AUTOTUNE
 from tpustrategy._src.data.core.structure import OBJECT, TensorSpec
-from tpustrategy._src.data.parallel.threads import cpu_count
 from tpustrategy._src.data.sources import _compression, record_io
 from tpustrategy._src.data.sources.from_tensors import TensorSliceDataset
-from tpustrategy._src.data.transformations.interleave import InterleaveIterator
+from tpustrategy._src.data.transformations.interleave import (
+    InterleaveIterator,
+    default_cycle_length,
+)
 
 ChunkOpener = Callable[[str, int], Iterator[tuple[int, list[bytes]]]]
 
@@ -110,7 +112,10 @@ class _ReaderDataset(Dataset):
         npr = self.num_parallel_reads
         if npr is None or npr == 1:
             return ReaderIterator(files._make_iterator(ctx), self._open_chunks, self._api)
-        cycle = cpu_count() if npr == AUTOTUNE else npr
+        # TensorFlow 2.21 (readers._create_dataset_reader): AUTOTUNE reads through
+        # interleave(num_parallel_calls=AUTOTUNE), whose cycle is interleave's own AUTOTUNE rule
+        # (one file at a time on hosts of up to 17 cores); n reads n files, a record each in turn.
+        cycle = default_cycle_length(AUTOTUNE) if npr == AUTOTUNE else npr
         opener, api = self._open_chunks, self._api
 
         def open_file(name: Any) -> NodeIterator:
