@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tpustrategy._src.context import extensions
+from tpustrategy._src.data.core.binding import bound_now
 from tpustrategy._src.data.core.dataset_more import MoreTransformations, renamed_arg
 from tpustrategy._src.data.core.dataset_sources import _SourceMethods
 from tpustrategy._src.data.core.iterator import DatasetIterator, IterContext, NodeIterator
@@ -279,7 +280,8 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         """
         from tpustrategy._src.data.transformations.map import MapDataset
 
-        return MapDataset(self, renamed_arg("Dataset.map", "map_func", map_func, "fn", fn), num_parallel_calls, deterministic)
+        return MapDataset(self, bound_now(renamed_arg("Dataset.map", "map_func", map_func, "fn", fn)),
+                          num_parallel_calls, deterministic)
 
     def batch(
         self,
@@ -349,7 +351,7 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         """The elements for which ``predicate`` is true."""
         from tpustrategy._src.data.transformations.filter import FilterDataset
 
-        return FilterDataset(self, predicate)
+        return FilterDataset(self, bound_now(predicate))
 
     def flat_map(
         self, map_func: Callable[..., Dataset] | None = None, name: str | None = None, *, fn: Callable[..., Dataset] | None = None
@@ -357,7 +359,7 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         """Concatenates the datasets ``map_func(element)`` (``fn=``: the older keyword)."""
         from tpustrategy._src.data.transformations.flat_map import FlatMapDataset
 
-        return FlatMapDataset(self, renamed_arg("Dataset.flat_map", "map_func", map_func, "fn", fn))
+        return FlatMapDataset(self, bound_now(renamed_arg("Dataset.flat_map", "map_func", map_func, "fn", fn)))
 
     def interleave(
         self,
@@ -377,7 +379,7 @@ class Dataset(MoreTransformations, _SourceMethods, abc.ABC):
         from tpustrategy._src.data.transformations.interleave import InterleaveDataset
 
         func = renamed_arg("Dataset.interleave", "map_func", map_func, "fn", fn)
-        return InterleaveDataset(self, func, cycle_length, block_length, num_parallel_calls, deterministic)
+        return InterleaveDataset(self, bound_now(func), cycle_length, block_length, num_parallel_calls, deterministic)
 
     def prefetch(self, buffer_size: int) -> Dataset:
         """Produces up to ``buffer_size`` elements ahead in a background thread."""

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tpustrategy._src.data.core.binding import bound_now
+
 if TYPE_CHECKING:
     from tpustrategy._src.data.core.dataset import Dataset
 
@@ -58,13 +60,13 @@ class MoreTransformations:
         """``scan_func(state, element) -> (new_state, output)`` carried over the elements."""
         from tpustrategy._src.data.transformations.scan import ScanDataset
 
-        return ScanDataset(self, initial_state, scan_func)
+        return ScanDataset(self, initial_state, bound_now(scan_func))
 
     def take_while(self: Dataset, predicate: Callable[..., Any], name: str | None = None) -> Dataset:
         """The elements up to (not including) the first for which ``predicate`` is false."""
         from tpustrategy._src.data.transformations.take_while import TakeWhileDataset
 
-        return TakeWhileDataset(self, predicate)
+        return TakeWhileDataset(self, bound_now(predicate))
 
     def unique(self: Dataset, name: str | None = None) -> Dataset:
         """The first occurrence of every element (int32 / int64 / string elements)."""
@@ -95,7 +97,8 @@ class MoreTransformations:
         """Groups elements by ``key_func`` into windows of ``window_size``, each reduced by ``reduce_func(key, window)``."""
         from tpustrategy._src.data.transformations.group_by_window import GroupByWindowDataset
 
-        return GroupByWindowDataset(self, key_func, reduce_func, window_size, window_size_func)
+        return GroupByWindowDataset(self, bound_now(key_func), bound_now(reduce_func), window_size,
+                                    bound_now(window_size_func))
 
     def bucket_by_sequence_length(
         self: Dataset,
