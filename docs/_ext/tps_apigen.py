@@ -213,7 +213,7 @@ def _rst_entry(entry: Entry) -> list[str]:
         return [f".. py:data:: {full}", f"   :value: {obj!r}", "", f"   {tf}", ""]
     if isinstance(obj, type):
         directive = "autoexception" if issubclass(obj, BaseException) else "autoclass"
-        lines = [f".. {directive}:: {full}", "   :members:", "   :show-inheritance:"]
+        lines = [f".. {directive}:: {full}", "   :members:", "   :inherited-members:", "   :show-inheritance:"]
         if issubclass(obj, enum.Enum):
             lines.append("   :undoc-members:")
         return lines + [""]
@@ -337,8 +337,19 @@ def _fall_back_to_plain_text(app, what, name, obj, options, lines) -> None:  # n
     lines[:] = head + ["::", ""] + ["   " + line for line in body] + [""]
 
 
+def _skip_foreign_members(app, what, name, obj, skip, options):  # noqa: ANN001
+    """Inherited members are shown when they are ours (mixins, base strategies), not Python's or protobuf's."""
+    target = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
+    module = getattr(target, "__module__", None) or ""
+    routine = callable(obj) or isinstance(obj, property) or inspect.isdatadescriptor(obj)
+    if what in ("class", "exception") and routine and not isinstance(obj, type) and not module.startswith("tpustrategy"):
+        return True
+    return None
+
+
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("builder-inited", _builder_inited)
+    app.connect("autodoc-skip-member", _skip_foreign_members)
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)
     app.connect("autodoc-process-docstring", _keep_raw, priority=450)  # before napoleon (500)
     app.connect("autodoc-process-docstring", _fall_back_to_plain_text, priority=900)
