@@ -197,20 +197,21 @@ def _role(entry: Entry) -> str:
 
 def _rst_entry(entry: Entry) -> list[str]:
     obj, full = entry.obj, entry.full
+    here = entry.name  # hand-written directives sit under the page's ``py:module``
     tf = f"TensorFlow: ``{entry.tf_name}``." if entry.tf_name else "TensorFlow: no counterpart (ours only)."
     if _is_placeholder(obj):
         get = object.__getattribute__
-        return [f".. py:data:: {full}", "", f"   TensorFlow: ``{get(obj, 'tf_name')}`` — **not provided**.",
+        return [f".. py:data:: {here}", "", f"   TensorFlow: ``{get(obj, 'tf_name')}`` — **not provided**.",
                 "", f"   Why not: {get(obj, 'reason')}", "", f"   Use instead: {get(obj, 'instead')}", ""]
     if entry.alias_of:
         kind = {"py:class": "py:class", "py:exc": "py:exception", "py:func": "py:function"}.get(_role(entry), "py:data")
         target = _role(entry).split(":")[1]
-        return [f".. {kind}:: {full}", "", f"   {tf} The same object as :py:{target}:`{entry.alias_of}`.", ""]
+        return [f".. {kind}:: {here}", "", f"   {tf} The same object as :py:{target}:`{entry.alias_of}`.", ""]
     if _is_proto(obj):
-        return [f".. py:class:: {full}", "", f"   {tf} The protocol buffer message class (the fields of",
+        return [f".. py:class:: {here}", "", f"   {tf} The protocol buffer message class (the fields of",
                 "   TensorFlow's ``example.proto`` / ``feature.proto``; built with the ``protobuf`` extra).", ""]
     if not callable(obj):
-        return [f".. py:data:: {full}", f"   :value: {obj!r}", "", f"   {tf}", ""]
+        return [f".. py:data:: {here}", f"   :value: {obj!r}", "", f"   {tf}", ""]
     if isinstance(obj, type):
         directive = "autoexception" if issubclass(obj, BaseException) else "autoclass"
         lines = [f".. {directive}:: {full}", "   :members:", "   :inherited-members:", "   :show-inheritance:"]
@@ -286,11 +287,15 @@ def _process_docstring(app, what, name, obj, options, lines) -> None:  # noqa: A
         lines[:0] = [f"TensorFlow: ``{tf}``." if tf else "TensorFlow: no counterpart (ours only).", ""]
 
 
-# docutils' own role and directive lookups, captured before Sphinx patches them while reading.
-from docutils.parsers.rst import directives as _directives  # noqa: E402
-from docutils.parsers.rst import roles as _roles  # noqa: E402
-
-_DOCUTILS_ROLE, _DOCUTILS_DIRECTIVE = _roles.role, _directives.directive
+# docutils' own role and directive lookups, captured before Sphinx patches them while reading
+# (docutils comes with Sphinx; the page generator above works without it, for tests/docs).
+try:
+    from docutils.parsers.rst import directives as _directives
+    from docutils.parsers.rst import roles as _roles
+except ImportError:  # pragma: no cover - only the Sphinx build needs it
+    _directives = _roles = None  # type: ignore[assignment]
+else:
+    _DOCUTILS_ROLE, _DOCUTILS_DIRECTIVE = _roles.role, _directives.directive
 _RAW: dict[tuple[str, str], list[str]] = {}
 _SPHINX_ONLY = ("Unknown interpreted text role", "Unknown directive type", "No role entry", "No directive entry",
                 'Trying "', "No Python role", "Unknown target name")
