@@ -44,6 +44,7 @@ napoleon_use_ivar = True  # `Attributes:` as fields: the members themselves are 
 
 html_theme = "furo"
 html_title = "tpustrategy"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["tps.css"]
 pygments_style = "friendly"
 pygments_dark_style = "monokai"

@@ -95,7 +95,7 @@ def tensorflow_names() -> set[str]:
         for line in PORTING.read_text().splitlines():
             if not line.startswith("| `tf") and not line.startswith("| the `tf"):
                 continue
-            first = line.strip("|").split("|")[0]
+            first = re.split(r"(?<!\\)\|", line)[1]  # `\|` is a pipe inside a cell
             prefix = None
             for token in re.findall(r"`([^`]+)`", first):
                 token = token.split("(")[0].strip()
@@ -183,6 +183,12 @@ def _summary(obj: object) -> str:
     if isinstance(obj, (int, float, str, bool)) or not doc:
         return ""
     line = doc.strip().split("\n\n")[0].replace("\n", " ")
+    sentence = re.match(r"(.+?[.;])(\s|$)", line)  # the first sentence
+    line = sentence.group(1) if sentence and len(sentence.group(1)) < len(line) else line
+    if len(line) > 160 or line.count("`") % 2:
+        line = line[:157].rsplit(" ", 1)[0] + " …" if len(line) > 160 else line
+        if line.count("``") % 2 or line.replace("``", "").count("`") % 2:
+            line = re.sub(r"`+", "", line)  # a code span cut in half would swallow the row
     return line.replace("|", "\\|")
 
 
@@ -226,11 +232,11 @@ def page(module_name: str, entries: list[Entry]) -> str:
     title = short(module_name)
     doc = (inspect.getdoc(module) or "").strip()
     lines = [f"# `{title}`", "", f"`{module_name}`" + (f" — {doc.splitlines()[0]}" if doc else ""), ""]
-    lines += ["| tpustrategy | TensorFlow | summary |", "|---|---|---|"]
+    lines += ["```{table}", ":class: api-summary", "", "| tpustrategy | TensorFlow | summary |", "|---|---|---|"]
     for e in entries:
         tf = f"`{e.tf_name}`" if e.tf_name else "—"
         lines.append(f"| {{{_role(e)}}}`{short(e.module)}.{e.name} <{e.full}>` | {tf} | {_summary(e.obj)} |")
-    lines += ["", "```{eval-rst}", f".. py:module:: {module_name}", ""]
+    lines += ["```", "", "```{eval-rst}", f".. py:module:: {module_name}", ""]
     for e in entries:
         lines += _rst_entry(e)
     lines += ["```", ""]
@@ -331,7 +337,8 @@ def _keep_raw(app, what, name, obj, options, lines) -> None:  # noqa: ANN001
 def _fall_back_to_plain_text(app, what, name, obj, options, lines) -> None:  # noqa: ANN001
     """A docstring that is not valid reStructuredText is shown as written (a literal block), not mangled."""
     raw = _RAW.get((what, name))
-    if what in ("property", "attribute") and raw and re.match(r"[^:`]*[ (][^:`]*:(?!:)", raw[0]):
+    prefix = re.match(r"([^:]*?):(\s|$)", raw[0]) if raw else None
+    if what in ("property", "attribute") and prefix and re.search(r"\s", prefix.group(1).strip()):
         # napoleon reads "Logical cores (devices) per replica: 1" as "<type>: <text>": keep the prose.
         lines[:] = raw
     if not lines or not docutils_problems("\n".join(lines)):

@@ -106,16 +106,19 @@ def draw(path: pathlib.Path, title: str, header: list[str], rows: list[list[str]
         names = ["ours", "baseline"]
     if not labels:
         raise ValueError(f"benchmark family {title!r}: no numbers found in column {column!r}")
-    height = 0.8 / len(names)
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * len(labels)))
-    for k, name in enumerate(names):
-        ys = [i + (k - (len(names) - 1) / 2) * height for i in range(len(labels))]
-        ax.barh(ys, [s[k] for s in series], height=height, label=name)
-    for i, t in enumerate(targets):
-        if t is not None:
-            ax.plot([t, t], [i - 0.4, i + 0.4], color="crimson", linewidth=2, label="target" if i == targets.index(t) else None)
-    if kind == "ratio":
+    if kind == "ratio":  # dots: the differences from 1 are what matters, not the bars' length
+        ax.scatter([s[0] for s in series], range(len(labels)), zorder=3, label=names[0])
+        marked = [(i, t) for i, t in enumerate(targets) if t is not None]
+        for n, (i, t) in enumerate(marked):
+            ax.plot([t, t], [i - 0.35, i + 0.35], color="crimson", linewidth=2, label="target" if n == 0 else None)
         ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        height = 0.8 / len(names)
+        for k, name in enumerate(names):
+            ys = [i + (k - (len(names) - 1) / 2) * height for i in range(len(labels))]
+            ax.barh(ys, [s[k] for s in series], height=height, label=name)
     if log:
         ax.set_xscale("log")
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
