@@ -111,7 +111,9 @@ def tensorflow_name(module_name: str, name: str, known: set[str], surface_map: d
     full = f"{module_name}.{name}"
     if full in surface_map:
         return surface_map[full]
-    for tf_module in TF_MODULES.get(module_name, ()):
+    # A module not listed (a new tps.io, tps.image, ...) is looked up under tf.<the same path>.
+    default = ("tf" + module_name[len("tpustrategy"):],)
+    for tf_module in TF_MODULES.get(module_name, default):
         candidate = f"{tf_module}.{name}"
         if candidate in known:
             return candidate

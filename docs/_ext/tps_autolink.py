@@ -11,11 +11,10 @@ from __future__ import annotations
 import importlib
 import re
 
+import tps_apigen
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
-
-import tps_apigen
 
 # A class written alone before a member (`Dataset.window`, `strategy.run`) -> its public path.
 _CLASS_ALIASES = {

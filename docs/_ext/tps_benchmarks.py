@@ -119,6 +119,10 @@ def draw(path: pathlib.Path, title: str, header: list[str], rows: list[list[str]
         for k, name in enumerate(names):
             ys = [i + (k - (len(names) - 1) / 2) * height for i in range(len(labels))]
             ax.barh(ys, [s[k] for s in series], height=height, label=name)
+            for y, s in zip(ys, series):
+                if s[k] == 0:  # an empty bar would read as "no data"
+                    ax.annotate("0", (0, y), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                                textcoords="offset points", va="center", fontsize=7)
     if log:
         ax.set_xscale("log")
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
