@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
+import types
 
 import tps_apigen
 from docutils import nodes
@@ -58,16 +60,16 @@ class Resolver:
                 self.short_classes.setdefault(name, full)
         self.cache: dict[str, str | None] = {}
 
-    def target(self, text: str, owner: str | None = None) -> str | None:
-        """The public path ``text`` names; a bare member name is looked up on ``owner`` first."""
+    def target(self, text: str, owner: str | None = None, module: str | None = None) -> str | None:
+        """The public path ``text`` names; a bare name is looked up on ``owner`` (a class), then ``module``."""
         m = re.match(r"[A-Za-z_][\w.]*", text.strip())
         if not m:
             return None
         name = m.group(0).rstrip(".")
         if "." not in name:
-            for cls in (owner, "tpustrategy.Strategy"):
-                if cls and _exists(f"{cls}.{name}"):
-                    return f"{cls}.{name}"
+            for scope in (owner, module, "tpustrategy.Strategy"):
+                if scope and _exists(f"{scope}.{name}"):
+                    return f"{scope}.{name}"
             return None
         if name not in self.cache:
             self.cache[name] = self._target(name)
@@ -117,6 +119,7 @@ class AutoLink(SphinxTransform):
             _RESOLVER = Resolver()
         resolver = _RESOLVER
         owners: dict[int, str] = {}  # a paragraph or cell -> the class its last linked member belonged to
+        modules: dict[int, str] = {}  # ... and the module of its last linked module-level name
         for node in list(self.document.findall(nodes.literal)):
             if isinstance(node.parent, (nodes.reference, addnodes.pending_xref, nodes.title, addnodes.desc_signature)):
                 continue
@@ -125,12 +128,14 @@ class AutoLink(SphinxTransform):
             block = node.parent
             while block is not None and not isinstance(block, (nodes.paragraph, nodes.entry)):
                 block = block.parent
-            target = resolver.target(node.astext(), owners.get(id(block)))
+            target = resolver.target(node.astext(), owners.get(id(block)), modules.get(id(block)))
             if target is None:
                 continue
             owner, _, member = target.rpartition(".")
             if owner and owner.rsplit(".", 1)[-1][:1].isupper() and not member[:1].isupper():
                 owners[id(block)] = owner
+            elif owner in sys.modules and isinstance(sys.modules[owner], types.ModuleType):
+                modules[id(block)] = owner
             ref = addnodes.pending_xref("", refdomain="py", reftype="obj", reftarget=target, refexplicit=True,
                                         refwarn=False, refdoc=self.env.docname)
             ref["py:module"] = None

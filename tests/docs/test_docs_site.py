@@ -135,6 +135,10 @@ def test_page_renders(browser, server, page):
     broken = browser.execute_script(
         "return Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
     assert not broken, f"{page}: images that did not load: {broken}"
+    hidden = browser.execute_script(
+        "return Array.from(document.querySelectorAll('article .table-wrapper'))"
+        ".filter(w => w.scrollWidth > w.clientWidth + 2).length")
+    assert hidden == 0, f"{page}: {hidden} tables wider than the page (columns hidden behind a scroll)"
     if page in PAGES_WITH_CODE:
         blocks = browser.find_elements(By.CSS_SELECTOR, "div.highlight-python pre, div.highlight-bash pre")
         assert blocks, f"{page}: no highlighted code block"
