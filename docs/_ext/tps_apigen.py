@@ -305,6 +305,7 @@ except ImportError:  # pragma: no cover - only the Sphinx build needs it
 else:
     _DOCUTILS_ROLE, _DOCUTILS_DIRECTIVE = _roles.role, _directives.directive
 _RAW: dict[tuple[str, str], list[str]] = {}
+FALLBACKS: set[str] = set()  # docstrings shown as written: listed in _build/docstring-fallbacks.txt
 _SPHINX_ONLY = ("Unknown interpreted text role", "Unknown directive type", "No role entry", "No directive entry",
                 'Trying "', "No Python role", "Unknown target name")
 
@@ -345,6 +346,7 @@ def _fall_back_to_plain_text(app, what, name, obj, options, lines) -> None:  # n
         lines[:] = raw
     if not lines or not docutils_problems("\n".join(lines)):
         return
+    FALLBACKS.add(name)
     raw = raw or list(lines)
     head = [raw[0], ""] if raw and raw[0].startswith("TensorFlow: ") else []
     body = raw[len(head):] if head else raw
@@ -361,8 +363,16 @@ def _skip_foreign_members(app, what, name, obj, skip, options):  # noqa: ANN001
     return None
 
 
+def _list_fallbacks(app, exception) -> None:  # noqa: ANN001
+    """Names whose docstring is not valid reStructuredText, for whoever fixes them (after a full build)."""
+    if exception is None and FALLBACKS:
+        out = pathlib.Path(app.outdir).parent / "docstring-fallbacks.txt"
+        out.write_text("".join(f"{name}\n" for name in sorted(FALLBACKS)))
+
+
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("builder-inited", _builder_inited)
+    app.connect("build-finished", _list_fallbacks)
     app.connect("autodoc-skip-member", _skip_foreign_members)
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)
     app.connect("autodoc-process-docstring", _keep_raw, priority=450)  # before napoleon (500)
