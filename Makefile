@@ -15,7 +15,7 @@ PYTHON312 ?=
 TFVENV := .venv-tf
 TF_SPEC := tensorflow-cpu>=2.21,<2.22
 
-.PHONY: test test-py311 test-py312 demo bench lint typecheck lock clean docs docs-check browser
+.PHONY: test test-py311 test-py312 demo bench lint typecheck lock clean
 
 $(VENV)/.installed-base: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,7 @@ typecheck: $(VENV)/.installed-test
 
 # The docs site (docs/, Sphinx + MyST; see docs/about.md), built with warnings as errors into
 # docs/_build/html. Its tools are pyproject's `docs` extra, installed into .venv beside the rest.
+.PHONY: docs docs-check browser docs-clean
 DOCS_BUILD := docs/_build
 SPHINX := $(PY) -m sphinx -b html -W --keep-going -q -d $(DOCS_BUILD)/doctrees docs $(DOCS_BUILD)/html
 
@@ -97,6 +98,10 @@ docs: $(VENV)/.installed-docs
 docs-check: $(VENV)/.installed-test docs browser
 	TPS_REQUIRE_BROWSER=1 $(PY) -m pytest -q tests/docs/test_docs_site.py tests/docs/test_docs_coverage.py
 
+# What `make docs` made (the site, the generated API pages and plots).
+docs-clean:
+	rm -rf $(DOCS_BUILD) docs/api docs/_generated
+
 # Debian's chromium + chromedriver, installed when missing (root, or sudo without a password).
 browser:
 	@if command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then :; \
@@ -105,4 +110,4 @@ browser:
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver >/dev/null; fi
 
 clean:
-	rm -rf $(VENV) $(VENV312) $(TFVENV) build *.egg-info .pytest_cache $(DOCS_BUILD) docs/api docs/_generated
+	rm -rf $(VENV) $(VENV312) $(TFVENV) build *.egg-info .pytest_cache
