@@ -88,5 +88,37 @@ TYPECHECKED := tpustrategy/_src/context tpustrategy/_src/values tpustrategy/_src
 typecheck: $(VENV)/.installed-test
 	$(PY) -m mypy $(TYPECHECKED)
 
+# The docs site (docs/, Sphinx + MyST; see docs/about.md), built with warnings as errors into
+# docs/_build/html. Its tools are pyproject's `docs` extra, installed into .venv beside the rest.
+.PHONY: docs docs-check browser docs-clean
+DOCS_BUILD := docs/_build
+SPHINX := $(PY) -m sphinx -b html -W --keep-going -q -d $(DOCS_BUILD)/doctrees docs $(DOCS_BUILD)/html
+
+$(VENV)/.installed-docs: pyproject.toml $(LOCK)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	$(SPHINX)
+	@echo "docs: $(DOCS_BUILD)/html/index.html"
+
+# The built site opened in headless Chromium (tests/docs/test_docs_site.py); a missing browser
+# fails here (TPS_REQUIRE_BROWSER) instead of skipping. The examples' test runs in `make test`.
+docs-check: $(VENV)/.installed-test docs browser
+	TPS_REQUIRE_BROWSER=1 $(PY) -m pytest -q tests/docs/test_docs_site.py tests/docs/test_docs_coverage.py
+
+# What `make docs` made (the site, the generated API pages and plots).
+docs-clean:
+	rm -rf $(DOCS_BUILD) docs/api docs/_generated
+
+# Debian's chromium + chromedriver, installed when missing (root, or sudo without a password).
+browser:
+	@if command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }; then :; \
+	else sudo=; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  echo "installing chromium and chromium-driver with apt-get"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver >/dev/null; fi
+
 clean:
 	rm -rf $(VENV) $(VENV312) $(TFVENV) build *.egg-info .pytest_cache
