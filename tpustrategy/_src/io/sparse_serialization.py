@@ -26,10 +26,9 @@ from tpustrategy._src.io.tensor_proto import (
 from tpustrategy._src.sparse.tensor import SparseTensor, as_sparse
 
 
-
 def _check_out_type(out_type: Any, api: str) -> None:
     text = getattr(out_type, "name", out_type)
-    if text in ("string", str, bytes, object) or (isinstance(text, np.dtype) and text == object):
+    if text in ("string", str, bytes, object) or (isinstance(text, np.dtype) and text.kind == "O"):
         return
     raise TypeError(
         f"{api}: out_type must be tf.string (a string vector of serialized TensorProtos); received "
