@@ -40,6 +40,51 @@ REASONS: dict[str, tuple[str, str]] = {
         "TPUEmbedding drives the TPU's embedding hardware (SparseCore) through TensorFlow ops; JAX has no "
         "public API for it.",
         "an embedding table as a variable looked up with jnp.take (sharded by the strategy)."),
+    'tf.io.FixedLenSequenceFeature': (
+        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
+        'tpsd.VarLenFeature (a SparseTensor of the values), densified with tps.sparse.to_dense.'),
+    'tf.io.RaggedFeature': (
+        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
+        'tpsd.VarLenFeature, whose SparseTensor rows are the ragged rows.'),
+    'tf.io.SparseFeature': (
+        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
+        'tpsd.VarLenFeature for the index and value keys, joined into tps.sparse.SparseTensor in Dataset.map.'),
+    'tf.io.parse_sequence_example': (
+        "tpsd's Example parser reads Example protos only; SequenceExample (context plus feature lists) is not implemented.",
+        "store the sequence as Example features (tpsd.make_example) and tpsd.parse_example, or parse the bytes with the `protobuf` package and TensorFlow's example.proto."),
+    'tf.io.parse_single_sequence_example': (
+        "tpsd's Example parser reads Example protos only; SequenceExample (context plus feature lists) is not implemented.",
+        "store the sequence as Example features and tpsd.parse_single_example, or parse the bytes with the `protobuf` package and TensorFlow's example.proto."),
+    'tf.io.TFRecordOptions': (
+        "tpsd.TFRecordWriter and the TFRecord readers take only the compression type; zlib's tuning (buffer sizes, window bits, level, strategy) is not exposed.",
+        "tpsd.TFRecordWriter(path, compression_type='GZIP' or 'ZLIB')."),
+    'tf.io.decode_proto': (
+        "it looks message types up in the descriptor pool of TensorFlow's C++ runtime, which does not exist here.",
+        'the `protobuf` package: YourMessage.FromString(b) in Dataset.map.'),
+    'tf.io.encode_proto': (
+        "it looks message types up in the descriptor pool of TensorFlow's C++ runtime, which does not exist here.",
+        'the `protobuf` package: YourMessage(...).SerializeToString() in Dataset.map.'),
+    'tf.io.write_graph': (
+        'it writes a TensorFlow GraphDef; a JAX program has no TensorFlow graph.',
+        "jax.jit(f).lower(*args).as_text() for the program's StableHLO, or jax.export to serialize it."),
+    'tf.io.decode_webp': (
+        "decoding WebP needs libwebp, which tps.io's codecs (and tps.io.decode_image) do not include.",
+        "Pillow (built with WebP, as its wheels are): np.asarray(PIL.Image.open(io.BytesIO(b)).convert('RGB')) in Dataset.map."),
+    'tf.image.decode_webp': (
+        "decoding WebP needs libwebp, which tps.io's codecs (and tps.io.decode_image) do not include.",
+        "Pillow (built with WebP, as its wheels are): np.asarray(PIL.Image.open(io.BytesIO(b)).convert('RGB')) in Dataset.map."),
+    'tf.io.decode_jxl': (
+        "decoding JPEG XL needs libjxl, which tps.io's codecs do not include.",
+        'convert the files to PNG or JPEG, or decode with a libjxl binding (e.g. the pillow-jxl-plugin package) in Dataset.map.'),
+    'tf.image.decode_jxl': (
+        "decoding JPEG XL needs libjxl, which tps.io's codecs do not include.",
+        'convert the files to PNG or JPEG, or decode with a libjxl binding (e.g. the pillow-jxl-plugin package) in Dataset.map.'),
+    'tf.image.extract_glimpse': (
+        'not implemented: its noise fill and its centred/normalized offset conventions have no faithful NumPy port here yet.',
+        'tps.image.crop_and_resize with boxes around the glimpse centres, or tps.image.crop_to_bounding_box.'),
+    'tf.image.generate_bounding_box_proposals': (
+        "not implemented: Faster R-CNN's proposal op (anchor decoding, pre-NMS top-n, min-size filter) is not ported.",
+        'decode the anchors in NumPy and select with tps.image.non_max_suppression_padded.'),
 }
 
 

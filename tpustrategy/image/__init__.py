@@ -4,6 +4,9 @@ Every function takes and returns NumPy arrays, with TensorFlow's argument names,
 dtypes and errors, so ``tf.image.X`` becomes ``tps.image.X`` inside a ``Dataset.map`` function.
 """
 
+from tpustrategy._src.image.boxes import (
+    combined_non_max_suppression as combined_non_max_suppression,
+)
 from tpustrategy._src.image.boxes import crop_and_resize as crop_and_resize
 from tpustrategy._src.image.boxes import draw_bounding_boxes as draw_bounding_boxes
 from tpustrategy._src.image.boxes import non_max_suppression as non_max_suppression
@@ -91,3 +94,11 @@ from tpustrategy._src.io.image_ops import decode_png as decode_png
 from tpustrategy._src.io.image_ops import encode_jpeg as encode_jpeg
 from tpustrategy._src.io.image_ops import encode_png as encode_png
 from tpustrategy._src.io.image_ops import extract_jpeg_shape as extract_jpeg_shape
+from tpustrategy._src.io.jpeg_check import is_jpeg as is_jpeg
+from tpustrategy._src.not_provided import not_provided as _not_provided
+
+# TensorFlow names without a counterpart (README, "TensorFlow names we do not have").
+decode_jxl = _not_provided("tf.image.decode_jxl")
+decode_webp = _not_provided("tf.image.decode_webp")
+extract_glimpse = _not_provided("tf.image.extract_glimpse")
+generate_bounding_box_proposals = _not_provided("tf.image.generate_bounding_box_proposals")

@@ -227,6 +227,87 @@ def non_max_suppression_padded(boxes: Any, scores: Any, max_output_size: int, io
     return indices.reshape(b.shape[:-2] + (size,)), valid.reshape(b.shape[:-2])
 
 
+def combined_non_max_suppression(boxes: Any, scores: Any, max_output_size_per_class: int, max_total_size: int,
+                                  iou_threshold: float = 0.5, score_threshold: float = float("-inf"),
+                                  pad_per_class: bool = False, clip_boxes: bool = True,
+                                  name: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-class greedy NMS, then the best boxes over all classes (``tf.image.combined_non_max_suppression``).
+
+    For each batch entry and class, NMS as ``non_max_suppression`` keeps at most
+    ``max_output_size_per_class`` boxes scoring above ``score_threshold``; the kept boxes of all
+    classes are then ordered by descending score and the first ``max_total_size`` returned,
+    zero-padded. Equal scores: TensorFlow leaves their order unspecified; here a lower box index
+    (and then a lower class) comes first.
+
+    Args:
+      boxes: ``[batch, num_boxes, q, 4]`` float, ``q`` 1 (boxes shared by the classes) or
+        ``num_classes``.
+      scores: ``[batch, num_boxes, num_classes]``.
+      max_output_size_per_class: the most boxes kept per class (> 0).
+      max_total_size: the most boxes kept per batch entry (> 0).
+      iou_threshold: a box whose IoU with a kept box of its class exceeds this is dropped.
+      score_threshold: boxes scoring at or below this are never kept.
+      pad_per_class: pad to ``min(max_total_size, max_output_size_per_class * num_classes)``
+        instead of ``max_total_size``.
+      clip_boxes: clip the returned coordinates to ``[0, 1]``.
+      name: accepted for TensorFlow compatibility; unused.
+
+    Returns:
+      ``(nmsed_boxes [batch, size, 4] float32, nmsed_scores [batch, size] float32,
+      nmsed_classes [batch, size] float32, valid_detections [batch] int32)``.
+    """
+    del name
+    api = "tps.image.combined_non_max_suppression"
+    b = np.asarray(boxes, _F)
+    s = np.asarray(scores, _F)
+    fix = f"\n{api}: Fix: boxes [batch, num_boxes, q, 4] (q = 1 or num_classes), scores [batch, num_boxes, num_classes]."
+    if b.ndim != 4:
+        raise InvalidArgumentError(f"boxes must be 4-D [batch, num_boxes, q, 4], got shape {list(b.shape)}" + fix)
+    if s.ndim != 3:
+        raise InvalidArgumentError(f"scores must be 3-D [batch, num_boxes, num_classes], got shape {list(s.shape)}"
+                                   + fix)
+    batch, num_boxes, q = b.shape[:3]
+    num_classes = s.shape[2]
+    if q not in (1, num_classes):
+        raise InvalidArgumentError("third dimension of boxes must be either 1 or num classes" + fix)
+    if b.shape[3] != 4:
+        raise InvalidArgumentError("boxes must have 4 columns" + fix)
+    if s.shape[1] != num_boxes:
+        raise InvalidArgumentError("scores has incompatible shape" + fix)
+    if s.shape[0] != batch:
+        raise InvalidArgumentError("boxes and scores must have same batch size" + fix)
+    per_class = int(np.asarray(max_output_size_per_class))
+    total = int(np.asarray(max_total_size))
+    if per_class <= 0:
+        raise InvalidArgumentError(f"max_size_per_class must be positive\n{api}: Fix: pass "
+                                   f"max_output_size_per_class >= 1 (received {per_class}).")
+    if total <= 0:
+        raise InvalidArgumentError(f"max_total_size must be > 0\n{api}: Fix: pass max_total_size >= 1 "
+                                   f"(received {total}).")
+    _check_iou(iou_threshold, api)
+    size = min(total, per_class * num_classes) if pad_per_class else total
+    out_boxes = np.zeros((batch, size, 4), _F)
+    out_scores = np.zeros((batch, size), _F)
+    out_classes = np.zeros((batch, size), _F)
+    valid = np.zeros(batch, np.int32)
+    keep = min(per_class, num_boxes)
+    for k in range(batch):
+        found: list[tuple[float, int, int, np.ndarray]] = []
+        for c in range(num_classes):
+            class_boxes = b[k, :, c if q > 1 else 0, :]
+            chosen, kept_scores = _nms(class_boxes, s[k, :, c], keep, iou_threshold, score_threshold, 0.0)
+            found.extend((score, c, rank, class_boxes[i]) for rank, (i, score) in enumerate(
+                zip(chosen, kept_scores, strict=True)))
+        found.sort(key=lambda item: (-item[0], item[1], item[2]))
+        n = min(len(found), size)
+        valid[k] = n
+        for j, (score, c, _rank, box) in enumerate(found[:n]):
+            out_boxes[k, j] = np.clip(box, _F(0), _F(1)) if clip_boxes else box
+            out_scores[k, j] = score
+            out_classes[k, j] = c
+    return out_boxes, out_scores, out_classes, valid
+
+
 def crop_and_resize(image: Any, boxes: Any, box_indices: Any, crop_size: Any, method: str = "bilinear",
                     extrapolation_value: float = 0.0, name: str | None = None) -> np.ndarray:
     """Crops boxes out of a batch and resizes each to ``crop_size`` (``tf.image.crop_and_resize``).

@@ -61,3 +61,14 @@ def _one_path(filename: Any, api: str) -> str:
     return arr[()].decode()
 
 
+
+
+def match_filenames_once(pattern: Any, name: str | None = None) -> np.ndarray:
+    """The sorted files matching ``pattern``, computed once (``tf.io.match_filenames_once``).
+
+    TensorFlow 2 runs eagerly: its result is a non-trainable string variable initialised, at
+    the call, with ``tf.io.matching_files(pattern)``. Here it is that value, a 1-D object
+    array of ``bytes`` paths (no variable: the input pipeline has none).
+    """
+    del name
+    return matching_files(pattern)

@@ -39,6 +39,15 @@ def local_path(path: Any) -> str:
     return path
 
 
+def get_registered_schemes() -> list[str]:
+    """The URL schemes ``tps.io.gfile`` can open (``tf.io.gfile.get_registered_schemes``).
+
+    ``'file'`` (``file://`` URLs) and ``''`` (plain local paths). TensorFlow 2.21 also lists
+    ``'ram'`` and ``'gs'``, which need its own file systems; here they raise UnimplementedError.
+    """
+    return ["file", ""]
+
+
 def _not_found(path: str) -> NotFoundError:
     return NotFoundError(f"{path}; No such file or directory")
 

@@ -25,6 +25,7 @@ _ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8":
          "float16": 19, "uint32": 22, "uint64": 23}
 _TF_NAME = {"float32": "float", "float64": "double", "float16": "half"}
 _FROM_ENUM = {v: k for k, v in _ENUM.items()}
+DTYPE_ENUMS = _FROM_ENUM  # DataType enum number -> NumPy dtype name (for readers of TensorProto bytes)
 
 # Typed value fields: field number -> (wire element kind, dtypes it may hold).
 _INT_VAL, _INT64_VAL, _UINT32_VAL, _UINT64_VAL, _BOOL_VAL, _HALF_VAL = 7, 10, 16, 17, 11, 13

@@ -3,6 +3,7 @@
 from tpustrategy._src.io.gfile import GFile as GFile
 from tpustrategy._src.io.gfile import copy as copy
 from tpustrategy._src.io.gfile import exists as exists
+from tpustrategy._src.io.gfile import get_registered_schemes as get_registered_schemes
 from tpustrategy._src.io.gfile import glob as glob
 from tpustrategy._src.io.gfile import isdir as isdir
 from tpustrategy._src.io.gfile import join as join
