@@ -12,10 +12,15 @@ Leftovers of interrupted operations are resolved by the next save of the same
 path and when a ``CheckpointManager`` starts (process 0 only):
 
 - ``ckpt-N.tps-tmp``: a save that never committed; removed (unless a save of
-  this process is still writing it, asynchronously).
+  this process is still writing it, asynchronously). One whose manifest was
+  written (committed, the rename not done) is renamed to ``ckpt-N`` when
+  that is not complete.
 - ``ckpt-N.tps-old``: an overwrite interrupted between its two renames. If
   ``ckpt-N`` is complete the old copy is stale and removed; otherwise it is
   the only complete copy and is renamed back to ``ckpt-N``.
+
+Reads change nothing: ``restore``, ``load_checkpoint`` and ``latest_checkpoint``
+find the complete copy where it is (`files.resolve`).
 - ``ckpt-N.tps-deleting``: a deletion that was interrupted; removed.
 - ``checkpoint.tps-tmp``: a state file that was being written; removed.
 """
@@ -54,23 +59,8 @@ def _busy(tmp: str) -> bool:
 
 
 def recover(path: str) -> None:
-    """Resolves the leftovers of ``path`` (see the module docstring)."""
-    old = files.old_path(path)
-    if os.path.isdir(old):
-        if files.complete(path):
-            shutil.rmtree(old, ignore_errors=True)
-        elif files.complete(old):
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            os.rename(old, path)
-        else:
-            shutil.rmtree(old, ignore_errors=True)
-    tmp = files.tmp_path(path)
-    if os.path.isdir(tmp) and not _busy(tmp):
-        shutil.rmtree(tmp, ignore_errors=True)
-    doomed = path + files.DELETING_SUFFIX
-    if os.path.isdir(doomed):
-        shutil.rmtree(doomed, ignore_errors=True)
+    """Resolves the leftovers of ``path`` (see the module docstring; `files.settle`)."""
+    files.settle(path, busy=_busy)
 
 
 def clean_leftovers(directory: str, name: str | None = None) -> None:
@@ -96,7 +86,8 @@ def clean_leftovers(directory: str, name: str | None = None) -> None:
 
 def exists(path: str) -> bool:
     """Whether ``restore(path)`` finds something (complete, damaged, mid-overwrite, TF's format)."""
-    return os.path.isdir(path) or files.complete(files.old_path(path)) or os.path.isfile(path + ".index")
+    return (os.path.isdir(path) or files.complete(files.resolve(path))
+            or os.path.isfile(path + ".index"))
 
 
 def _unnumbered(path: str) -> bool:
@@ -122,7 +113,8 @@ def numbered(directory: str, name: str | None = None) -> list[tuple[int, str]]:
     found = set()
     for entry in entries:
         base = entry[: -len(".index")] if entry.endswith(".index") else entry
-        base = base[: -len(files.OLD_SUFFIX)] if base.endswith(files.OLD_SUFFIX) else base
+        for suffix in (files.OLD_SUFFIX, files.TMP_SUFFIX):
+            base = base[: -len(suffix)] if base.endswith(suffix) else base
         match = files.NUMBERED.match(base)
         if match is None or (name is not None and match["name"] != name):
             continue
@@ -191,7 +183,7 @@ def resolve_checkpoint(ckpt_dir_or_file: Any, api: str) -> str:
                 "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
                 "CheckpointManager saves into.")
         return found
-    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+    if not exists(path):
         raise NotFoundError(
             f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
             "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
