@@ -12,7 +12,10 @@ Our side (``--write FOLDER``, in the project's interpreter) writes:
 - ``nested/ckpt-1``, ``nested/ckpt-2``: a nested object graph saved twice
   with ``Checkpoint.save`` (``save_counter``, the ``checkpoint`` state file);
 - ``keras/ckpt-1``: a Keras 3 model with its Adam state after two steps;
-- ``mirrored``: a MirroredStrategy's mirrored and sync-on-read variables.
+- ``mirrored``: a MirroredStrategy's mirrored and sync-on-read variables;
+- ``managed/ckpt-2``, ``managed/ckpt-3``: three saves of a
+  ``CheckpointManager(..., max_to_keep=2, format="tensorflow")`` (the
+  ``checkpoint`` state file with its history).
 
 TensorFlow's side then checks ``tf.train.load_checkpoint`` values,
 ``tf.train.latest_checkpoint``, and ``tf.train.Checkpoint(...).restore(...)
@@ -96,6 +99,15 @@ def write_ours(folder: str) -> None:
     strategy.run(lambda: total.assign_add(1.5))
     tps.train.Checkpoint(w=w, total=total).write(os.path.join(folder, "mirrored"), format="tensorflow")
     expected["mirrored_total"] = float(total.numpy())
+
+    step = tps.Variable(np.int32(0))
+    weights = tps.Variable(np.zeros(3, np.float32))
+    manager = tps.train.CheckpointManager(tps.train.Checkpoint(step=step, weights=weights),
+                                          os.path.join(folder, "managed"), max_to_keep=2, format="tensorflow")
+    for i in range(1, 4):
+        step.assign(np.int32(i))
+        weights.assign(np.full(3, i / 4, np.float32))
+        manager.save()
     with open(os.path.join(folder, "expected.json"), "w") as f:
         json.dump(expected, f)
 
@@ -194,6 +206,28 @@ def check_with_tf(folder: str) -> list[str]:
               and w.numpy().tolist() == [[1, 2], [3, 4]])
     except Exception as e:  # noqa: BLE001 - reported
         check("mirrored: read().assert_consumed()", False, repr(e))
+
+    managed = os.path.join(folder, "managed")
+    state = tf.train.get_checkpoint_state(managed)
+    names = [os.path.basename(p) for p in state.all_model_checkpoint_paths] if state else None
+    check("managed: get_checkpoint_state history", names == ["ckpt-2", "ckpt-3"], str(names))
+    check("managed: ckpt-1 deleted", not any(n.startswith("ckpt-1.") for n in os.listdir(managed)),
+          str(os.listdir(managed)))
+    tf_step, tf_weights = tf.Variable(0), tf.Variable(tf.zeros(3))
+    tf_ckpt = tf.train.Checkpoint(step=tf_step, weights=tf_weights)
+    tf_manager = tf.train.CheckpointManager(tf_ckpt, managed, max_to_keep=2)
+    check("managed: TF CheckpointManager finds the history",
+          [os.path.basename(p) for p in tf_manager.checkpoints] == ["ckpt-2", "ckpt-3"],
+          str(tf_manager.checkpoints))
+    try:
+        tf_ckpt.restore(tf_manager.latest_checkpoint).assert_consumed()
+        check("managed: restore(latest).assert_consumed()", int(tf_step.numpy()) == 3
+              and tf_weights.numpy().tolist() == [0.75] * 3 and int(tf_ckpt.save_counter.numpy()) == 3)
+        tf_manager.save()  # TensorFlow continues the numbering and the history
+        names = [os.path.basename(p) for p in tf.train.get_checkpoint_state(managed).all_model_checkpoint_paths]
+        check("managed: TF saves on after ours", names == ["ckpt-3", "ckpt-4"], str(names))
+    except Exception as e:  # noqa: BLE001 - reported
+        check("managed: restore(latest).assert_consumed()", False, repr(e)[:600])
     return failures
 
 

@@ -23,13 +23,18 @@ Reads change nothing: ``restore``, ``load_checkpoint`` and ``latest_checkpoint``
 find the complete copy where it is (`files.resolve`).
 - ``ckpt-N.tps-deleting``: a deletion that was interrupted; removed.
 - ``checkpoint.tps-tmp``: a state file that was being written; removed.
+- ``ckpt-N.data-00000-of-00001`` without ``ckpt-N.index``: a TensorFlow-format
+  save or deletion that was interrupted (the index is written last and
+  deleted first); removed.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -41,6 +46,7 @@ from tpustrategy._src.errors import NotFoundError
 _log = logging.getLogger("tpustrategy.checkpoint")
 _IN_FLIGHT: set[str] = set()  # tmp folders an asynchronous save of this process is writing
 _LOCK = threading.Lock()
+_TF_DATA = re.compile(r"^(?P<prefix>.+)\.(data-\d{5}-of-\d{5}(\.tps-tmp)?|index\.tps-tmp)$")
 
 
 def begin(tmp: str) -> None:
@@ -79,6 +85,15 @@ def clean_leftovers(directory: str, name: str | None = None) -> None:
                     bases.add(base)
     for base in sorted(bases):
         recover(os.path.join(directory, base))
+    for entry in entries:  # a TensorFlow checkpoint's data without its index: an interrupted save or deletion
+        match = _TF_DATA.match(entry)
+        if match is not None and files.NUMBERED.match(match["prefix"]) is not None \
+                and (name is None or files.NUMBERED.match(match["prefix"])["name"] == name) \
+                and not os.path.exists(os.path.join(directory, match["prefix"] + ".index")):
+            try:
+                os.remove(os.path.join(directory, entry))
+            except OSError:
+                pass
     state_tmp = state_file.state_path(directory) + files.TMP_SUFFIX  # a crash mid state-file write
     if os.path.isfile(state_tmp):
         os.remove(state_tmp)
@@ -235,12 +250,35 @@ def write_state(directory: str, kept: list[tuple[str, float]], latest_path: str,
     state_file.write(directory, latest_path, [p for p, _ in kept], [t for _, t in kept], last_preserved)
 
 
+def _tf_data_files(prefix: str) -> list[str]:
+    return glob.glob(glob.escape(prefix) + ".data-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]")
+
+
 def hide_all(paths: list[str]) -> list[str]:
-    """Renames checkpoints out of sight before the state file stops naming them."""
-    return [d for d in (files.hide(p) for p in paths) if d is not None]
+    """Puts checkpoints out of sight before the state file stops naming them.
+
+    A checkpoint folder is renamed to ``.tps-deleting``; a TensorFlow
+    checkpoint loses its ``.index`` (what makes it a checkpoint: TensorFlow
+    deletes it first too), its data files going in `purge`.
+    """
+    hidden = []
+    for path in paths:
+        if os.path.isfile(path + ".index"):
+            os.remove(path + ".index")
+            hidden.append(path)
+        doomed = files.hide(path)
+        if doomed is not None:
+            hidden.append(doomed)
+    return hidden
 
 
 def purge(hidden: list[str]) -> None:
     for doomed in hidden:
-        shutil.rmtree(doomed, ignore_errors=True)
+        if os.path.isdir(doomed):
+            shutil.rmtree(doomed, ignore_errors=True)
+        for data in _tf_data_files(doomed):
+            try:
+                os.remove(data)
+            except OSError:
+                pass
 
