@@ -140,7 +140,8 @@ class Checkpoint(NamedObjects):
         if tensorflow:
             tf_writer.write(self, path, number, api)
             self._save_counter = number
-            record()
+            if multihost.process_index() == 0:
+                record()
             options_lib.run_write_callbacks(opts, path)
             return path
         self._save_as(path, number, number, api, opts, then=record)

@@ -210,7 +210,9 @@ class CheckpointManager:
         if tensorflow:  # TensorFlow's files, written synchronously (`tf_writer`), then the same bookkeeping
             tf_writer.write(self._checkpoint, path, counter, api)
             self._checkpoint._save_counter = counter
-            after_commit()
+            if multihost.process_index() == 0:
+                after_commit()
+            multihost.barrier("tensorflow-format-save")
             options_lib.run_write_callbacks(options_lib.merged(options, self._checkpoint._options), path)
         else:
             self._checkpoint._save_as(path, number, counter, api, options, then=after_commit)
