@@ -164,6 +164,10 @@ class Checkpoint(NamedObjects):
         self._save_counter = save_counter
         return written
 
+    def _run_write_callbacks(self, options: CheckpointOptions | None, path: str) -> None:
+        """``experimental_write_callbacks`` of the call's options, else of this Checkpoint's."""
+        options_lib.run_write_callbacks(options_lib.merged(options, self._options), path)
+
     def write(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None, *,
               format: str = "tpustrategy") -> str:
         """Writes exactly ``file_prefix`` (no number; ``latest_checkpoint`` does not list it).

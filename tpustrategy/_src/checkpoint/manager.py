@@ -213,7 +213,7 @@ class CheckpointManager:
             if multihost.process_index() == 0:
                 after_commit()
             multihost.barrier("tensorflow-format-save")
-            options_lib.run_write_callbacks(options_lib.merged(options, self._checkpoint._options), path)
+            self._checkpoint._run_write_callbacks(options, path)
         else:
             self._checkpoint._save_as(path, number, counter, api, options, then=after_commit)
         self._maybe_delete, self._latest, self._last_preserved = kept, path, last_preserved
