@@ -12,7 +12,14 @@ Our side (``--write FOLDER``, in the project's interpreter) writes:
 - ``nested/ckpt-1``, ``nested/ckpt-2``: a nested object graph saved twice
   with ``Checkpoint.save`` (``save_counter``, the ``checkpoint`` state file);
 - ``keras/ckpt-1``: a Keras 3 model with its Adam state after two steps;
-- ``mirrored``: a MirroredStrategy's mirrored and sync-on-read variables.
+- ``mirrored``: a MirroredStrategy's mirrored and sync-on-read variables;
+- ``managed/ckpt-2``, ``managed/ckpt-3``: three saves of a
+  ``CheckpointManager(..., max_to_keep=2, format="tensorflow")`` (the
+  ``checkpoint`` state file with its history);
+- ``sharded/managed/ckpt-3``, ``sharded/plain``: the same written by a
+  2-process job (``tests/checkpoint/worker_tf_sharded.py`` under
+  ``python -m tpustrategy.launch -n 2``): TensorFlow's sharded bundle, one
+  ``.data-0000k-of-00002`` per process and one index.
 
 TensorFlow's side then checks ``tf.train.load_checkpoint`` values,
 ``tf.train.latest_checkpoint``, and ``tf.train.Checkpoint(...).restore(...)
@@ -96,6 +103,15 @@ def write_ours(folder: str) -> None:
     strategy.run(lambda: total.assign_add(1.5))
     tps.train.Checkpoint(w=w, total=total).write(os.path.join(folder, "mirrored"), format="tensorflow")
     expected["mirrored_total"] = float(total.numpy())
+
+    step = tps.Variable(np.int32(0))
+    weights = tps.Variable(np.zeros(3, np.float32))
+    manager = tps.train.CheckpointManager(tps.train.Checkpoint(step=step, weights=weights),
+                                          os.path.join(folder, "managed"), max_to_keep=2, format="tensorflow")
+    for i in range(1, 4):
+        step.assign(np.int32(i))
+        weights.assign(np.full(3, i / 4, np.float32))
+        manager.save()
     with open(os.path.join(folder, "expected.json"), "w") as f:
         json.dump(expected, f)
 
@@ -194,6 +210,47 @@ def check_with_tf(folder: str) -> list[str]:
               and w.numpy().tolist() == [[1, 2], [3, 4]])
     except Exception as e:  # noqa: BLE001 - reported
         check("mirrored: read().assert_consumed()", False, repr(e))
+
+    managed = os.path.join(folder, "managed")
+    state = tf.train.get_checkpoint_state(managed)
+    names = [os.path.basename(p) for p in state.all_model_checkpoint_paths] if state else None
+    check("managed: get_checkpoint_state history", names == ["ckpt-2", "ckpt-3"], str(names))
+    check("managed: ckpt-1 deleted", not any(n.startswith("ckpt-1.") for n in os.listdir(managed)),
+          str(os.listdir(managed)))
+    tf_step, tf_weights = tf.Variable(0), tf.Variable(tf.zeros(3))
+    tf_ckpt = tf.train.Checkpoint(step=tf_step, weights=tf_weights)
+    tf_manager = tf.train.CheckpointManager(tf_ckpt, managed, max_to_keep=2)
+    check("managed: TF CheckpointManager finds the history",
+          [os.path.basename(p) for p in tf_manager.checkpoints] == ["ckpt-2", "ckpt-3"],
+          str(tf_manager.checkpoints))
+    try:
+        tf_ckpt.restore(tf_manager.latest_checkpoint).assert_consumed()
+        check("managed: restore(latest).assert_consumed()", int(tf_step.numpy()) == 3
+              and tf_weights.numpy().tolist() == [0.75] * 3 and int(tf_ckpt.save_counter.numpy()) == 3)
+        tf_manager.save()  # TensorFlow continues the numbering and the history
+        names = [os.path.basename(p) for p in tf.train.get_checkpoint_state(managed).all_model_checkpoint_paths]
+        check("managed: TF saves on after ours", names == ["ckpt-3", "ckpt-4"], str(names))
+    except Exception as e:  # noqa: BLE001 - reported
+        check("managed: restore(latest).assert_consumed()", False, repr(e)[:600])
+
+    sharded = os.path.join(folder, "sharded", "managed")
+    data = sorted(n for n in os.listdir(sharded) if n.startswith("ckpt-3.data"))
+    check("sharded: one data file per process", data == ["ckpt-3.data-00000-of-00002",
+                                                          "ckpt-3.data-00001-of-00002"], str(data))
+    names = [os.path.basename(p) for p in tf.train.get_checkpoint_state(sharded).all_model_checkpoint_paths]
+    check("sharded: history", names == ["ckpt-2", "ckpt-3"], str(names))
+    tf_w, tf_b, tf_step = tf.Variable(tf.zeros((4, 3))), tf.Variable(tf.zeros(5)), tf.Variable(0)
+    tf_ckpt = tf.train.Checkpoint(model={"w": tf_w, "b": tf_b}, step=tf_step)
+    try:
+        tf_ckpt.restore(tf.train.latest_checkpoint(sharded)).assert_consumed()
+        check("sharded: restore(latest).assert_consumed()",
+              tf_w.numpy().tolist() == (np.arange(12).reshape(4, 3) * 3).tolist()
+              and tf_b.numpy().tolist() == [-3.0] * 5 and int(tf_step.numpy()) == 3
+              and int(tf_ckpt.save_counter.numpy()) == 3)
+        reader = tf.train.load_checkpoint(os.path.join(folder, "sharded", "plain"))
+        check("sharded: load_checkpoint of a write()", int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE")) == 3)
+    except Exception as e:  # noqa: BLE001 - reported
+        check("sharded: restore(latest).assert_consumed()", False, repr(e)[:600])
     return failures
 
 
@@ -208,6 +265,11 @@ def main() -> None:
         return
     folder = tempfile.mkdtemp(prefix="tps-tf-format-")
     subprocess.run([args.ours, os.path.abspath(__file__), "--write", folder], check=True, cwd=ROOT)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    subprocess.run([args.ours, "-m", "tpustrategy.launch", "-n", "2", "--devices-per-process", "2", "--timeout",
+                    "300", os.path.join(ROOT, "tests", "checkpoint", "worker_tf_sharded.py"),
+                    os.path.join(folder, "sharded")], check=True, cwd=ROOT, env=env)
     failures = check_with_tf(folder)
     print(f"{len(failures)} failures" if failures else "TensorFlow read back everything")
     sys.exit(1 if failures else 0)

@@ -7,6 +7,12 @@ it), NumPy arrays by the primary process only; reading places every array
 on the sharding of its target, so a value saved on 8 devices restores onto 4.
 Orbax is imported only when a checkpoint holds arrays, with an install hint
 when it is missing.
+
+Arrays are written without compression, as TensorFlow writes its checkpoints:
+trained weights barely compress (zstd saves ~8% on float32 weights) and
+compressing and decompressing them cost more than the disk time they save
+(``benchmarks/checkpoint_speed.py``). Checkpoints written compressed (by an
+earlier version, or by orbax elsewhere) are read as they are.
 """
 
 from __future__ import annotations
@@ -36,10 +42,14 @@ def _orbax(api: str) -> Any:
     return ocp
 
 
+def _handler(ocp: Any) -> Any:
+    return ocp.PyTreeCheckpointHandler(use_compression=False)
+
+
 def save(directory: str, arrays: dict[str, Any], api: str) -> None:
     """Writes ``arrays`` (``jax.Array`` or NumPy) into the new folder ``directory``."""
     ocp = _orbax(api)
-    with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
+    with ocp.Checkpointer(_handler(ocp)) as checkpointer:
         checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
 
 
@@ -51,7 +61,7 @@ def save_async(directory: str, arrays: dict[str, Any], api: str) -> Callable[[],
       writer's error, if any).
     """
     ocp = _orbax(api)
-    checkpointer = ocp.AsyncCheckpointer(ocp.PyTreeCheckpointHandler())
+    checkpointer = ocp.AsyncCheckpointer(_handler(ocp))
     try:
         checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
     except BaseException:

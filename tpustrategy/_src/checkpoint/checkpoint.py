@@ -140,7 +140,8 @@ class Checkpoint(NamedObjects):
         if tensorflow:
             tf_writer.write(self, path, number, api)
             self._save_counter = number
-            record()
+            if multihost.process_index() == 0:
+                record()
             options_lib.run_write_callbacks(opts, path)
             return path
         self._save_as(path, number, number, api, opts, then=record)
@@ -162,6 +163,10 @@ class Checkpoint(NamedObjects):
                                then=after_commit)
         self._save_counter = save_counter
         return written
+
+    def _run_write_callbacks(self, options: CheckpointOptions | None, path: str) -> None:
+        """``experimental_write_callbacks`` of the call's options, else of this Checkpoint's."""
+        options_lib.run_write_callbacks(options_lib.merged(options, self._options), path)
 
     def write(self, file_prefix: str | os.PathLike[str], options: CheckpointOptions | None = None, *,
               format: str = "tpustrategy") -> str:

@@ -1,6 +1,7 @@
 """Deferred restoration: saved values wait for the objects created after ``restore``.
 
-TensorFlow's object-graph checkpoints restore a value as soon as an object
+TensorFlow's object-graph checkpoints (TensorFlow's own files, through
+``tf_format.restore.TFPending``, and ours) restore a value as soon as an object
 appears at its path, even after ``restore`` returned ("delayed restoration"):
 a variable attached later (``fake_layer.kernel = v``), an item appended to a
 restored list or set in a restored dict, the variables a lazily built model
@@ -58,6 +59,14 @@ class Pending:
         """A newer restore into the same Checkpoint replaces this one."""
         self.remaining.clear()
 
+    def restore_new(self, make_graph: Callable[[], Graph], key: str, value: Any,
+                    put: Callable[[Any], None]) -> tuple[list[str], Graph]:
+        """Restores what waits for ``value``, just set at ``key``; returns the keys restored and its graph."""
+        status, _, graph = reader.restore(make_graph, self.path, self.api, manifest=self.manifest,
+                                          saved=self.remaining)
+        left = set(status.unused)
+        return [k for k in self.remaining if k not in left], graph
+
     def waits_under(self, key: str) -> bool:
         """Whether a value waits at ``key`` or below it."""
         if not key:
@@ -89,14 +98,18 @@ def _child(prefix: str, name: Any) -> str:
 def start(root: Any, graph: Graph, unused: Iterable[str], manifest: dict[str, Any], path: str,
           api: str) -> Pending | None:
     """After ``root.restore``: keeps the unused values waiting; returns the record (or None)."""
+    saved = manifest["objects"]
+    remaining = {k: saved[k] for k in unused}
+    return begin(root, graph, Pending(path, manifest, remaining, api) if remaining else None)
+
+
+def begin(root: Any, graph: Graph, pending: Pending | None) -> Pending | None:
+    """Replaces ``root``'s waiting values by ``pending``'s and watches where they wait."""
     for _, old in root._pending:
         old.cancel()
     root._pending.clear()
-    saved = manifest["objects"]
-    remaining = {k: saved[k] for k in unused}
-    if not remaining:
+    if pending is None or not pending.remaining:
         return None
-    pending = Pending(path, manifest, remaining, api)
     root._pending.append(("", pending))
     if root._root is not None:
         _watch_object(root._root, "", pending)
@@ -139,13 +152,10 @@ def restore_into(prefix: str, name: Any, value: Any, put: Callable[[Any], None],
             return Graph([(str(name), holder["value"], put_here, strict)], pending.api,
                          prefix=prefix, restoring=True)
 
-        status, _, graph = reader.restore(make_graph, pending.path, pending.api,
-                                          manifest=pending.manifest, saved=pending.remaining)
-        left = set(status.unused)
-        for key in list(pending.remaining):
-            if key not in left:
-                del pending.remaining[key]
         key = _child(prefix, name)
+        restored, graph = pending.restore_new(make_graph, key, holder["value"], put_here)
+        for done in restored:
+            pending.remaining.pop(done, None)
         current = holder["value"]
         if isinstance(current, (list, dict)) and pending.waits_under(key):
             tracked = _track(current, key, pending)

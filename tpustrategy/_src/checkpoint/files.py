@@ -178,19 +178,74 @@ def commit(tmp: str, path: str, manifest: dict[str, Any]) -> None:
     manifest[_SEAL] = _seal_of(manifest)
     write_json(os.path.join(tmp, MANIFEST), manifest)
     _fsync_dir(tmp)
+    put_in_place(tmp, path)
+
+
+def put_in_place(tmp: str, path: str) -> None:
+    """Renames the complete folder ``tmp`` to ``path``, replacing what is there.
+
+    At every moment a complete copy is reachable from ``path`` (`resolve`):
+    ``path`` itself, or -- between the two renames -- ``path.tps-old`` (the
+    previous copy) or ``tmp`` (the new one). What an earlier interruption
+    left is settled first (`settle`), never deleting the only complete copy.
+    """
     parent = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(path):  # overwriting a checkpoint of the same name
+    settle(path, tmp_too=False)
+    if os.path.lexists(path):  # overwriting a checkpoint of the same name (complete: `settle`)
         old = old_path(path)
-        if os.path.exists(old):
-            shutil.rmtree(old)
         os.rename(path, old)
         _fsync_dir(parent)
         os.rename(tmp, path)
         _fsync_dir(parent)
-        shutil.rmtree(old)
+        delete_tree(old)
     else:
         os.rename(tmp, path)
     _fsync_dir(parent)
+
+
+def delete_tree(path: str) -> None:
+    """Deletes a checkpoint folder, its manifest first: a half-deleted one is never `complete`."""
+    try:
+        os.unlink(os.path.join(path, MANIFEST))
+    except FileNotFoundError:
+        pass
+    except NotADirectoryError:
+        pass
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def settle(path: str, *, tmp_too: bool = True, busy: Any = None) -> None:
+    """Resolves what an interrupted commit or deletion of ``path`` left, keeping a complete copy.
+
+    - ``path`` complete: ``path.tps-old`` is stale and deleted (and, with
+      ``tmp_too``, an unfinished ``path.tps-tmp``).
+    - else ``path.tps-old`` complete (an overwrite stopped between its two
+      renames): it is renamed back to ``path``.
+    - else a complete ``path.tps-tmp`` (its manifest written, the rename not
+      done; with ``tmp_too``): it is renamed to ``path``.
+    - incomplete leftovers are deleted; ``busy(tmp)`` true keeps a ``tmp`` an
+      asynchronous save of this process is still writing.
+    ``path.tps-deleting`` (a deletion that was interrupted) is deleted.
+    """
+    old, tmp = old_path(path), tmp_path(path)
+    keep_tmp = not tmp_too or (busy is not None and busy(tmp))
+    if not complete(path):
+        source = old if complete(old) else tmp if not keep_tmp and complete(tmp) else None
+        if source is not None:
+            if os.path.lexists(path):
+                delete_tree(path)  # an incomplete folder; the complete copy is `source`
+            os.rename(source, path)
+            _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if os.path.lexists(old):
+        delete_tree(old)
+    if not keep_tmp and os.path.lexists(tmp):
+        delete_tree(tmp)
+    doomed = path + DELETING_SUFFIX
+    if os.path.lexists(doomed):
+        delete_tree(doomed)
 
 
 def hide(path: str) -> str | None:
@@ -198,8 +253,8 @@ def hide(path: str) -> str | None:
     if not os.path.exists(path):
         return None
     doomed = path + DELETING_SUFFIX
-    if os.path.exists(doomed):
-        shutil.rmtree(doomed)
+    if os.path.lexists(doomed):
+        delete_tree(doomed)
     os.rename(path, doomed)
     return doomed
 
@@ -208,7 +263,10 @@ def remove(path: str) -> None:
     """Deletes a committed checkpoint; it stops being listed before any file goes."""
     doomed = hide(path)
     if doomed is not None:
-        shutil.rmtree(doomed, ignore_errors=True)
+        try:
+            delete_tree(doomed)
+        except OSError:
+            pass
 
 
 def complete(path: str) -> bool:
@@ -217,9 +275,19 @@ def complete(path: str) -> bool:
 
 
 def resolve(path: str) -> str:
-    """The folder that holds checkpoint ``path``: itself, or its old copy mid-overwrite."""
-    if not complete(path) and complete(old_path(path)):
+    """The folder that holds checkpoint ``path``, read without changing anything.
+
+    Itself when complete; else, mid-overwrite, the previous copy
+    ``path.tps-old``; else a committed-but-not-renamed ``path.tps-tmp`` (its
+    manifest written); else ``path`` (whose reading then reports what is
+    missing).
+    """
+    if complete(path):
+        return path
+    if complete(old_path(path)):
         return old_path(path)
+    if complete(tmp_path(path)):
+        return tmp_path(path)
     return path
 
 

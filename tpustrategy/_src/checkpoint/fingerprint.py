@@ -3,10 +3,22 @@
 Container files cannot vouch for the values inside them (orbax's data files
 end with their own CRC, so the CRC32C of every intact file is the same
 constant, and a data file copied in from another checkpoint passes), so every
-array saved gets a 64-bit fingerprint of its bytes, recorded in the manifest
-and checked after it is read back, before any object changes.
+array saved gets a fingerprint of its bytes, recorded in the manifest and
+checked after it is read back, before any object changes. It is computed
+where it costs least, in one of two kinds (the manifest's string says which,
+and a restore computes the kind recorded):
 
-The fingerprint is two position-weighted sums over the array's words in
+- ``crc32c:<8 hex>``: the CRC32C of the array's bytes in C order, computed on
+  the host at memory speed (google-crc32c) -- for NumPy values and for
+  ``jax.Array``s whose every shard is on this process's CPU devices, whose
+  buffers are host memory already (no copy; shards split along the first
+  axis are hashed one after the other, others are assembled first);
+- 16 hex digits: the position-weighted sum below, computed by XLA on the
+  devices where the array lies, without gathering it -- for arrays on
+  accelerators (device memory is faster than a copy to the host) and for
+  arrays spread over several processes.
+
+The sum is two position-weighted sums over the array's words in
 C order, ``sum_i (word_i + 1) * h_k(i)  (mod 2**32)`` with odd weights
 ``h_k(i)`` from a 32-bit mixer, where the words are the elements' bits
 (types of 4 bytes or more: their 32-bit little-endian words; 1- and 2-byte
@@ -96,17 +108,91 @@ def _one_copy(value: jax.Array) -> jax.Array:
     return value
 
 
-def compute(values: dict[str, Any]) -> dict[str, str | None]:
-    """The fingerprint (16 hex digits) of each array; None where it cannot be computed.
+CRC_PREFIX = "crc32c:"
 
-    ``jax.Array``s are summed where they lie (one program per device set);
-    NumPy arrays and scalars as their bytes on a CPU device. Every process
-    of a job must call it with the same global arrays (it may run collectives).
+
+def _on_host(value: Any) -> bool:
+    """Whether ``value``'s bytes are in this process's memory: NumPy, or a CPU ``jax.Array`` of its own."""
+    if not isinstance(value, jax.Array):
+        return True
+    return value.is_fully_addressable and all(d.platform == "cpu" for d in value.sharding.device_set)
+
+
+def _crc_of(host: np.ndarray, crc: int = 0) -> int:
+    import google_crc32c
+
+    host = np.ascontiguousarray(host)
+    if host.size == 0:
+        return crc
+    return google_crc32c.extend(crc, host.reshape(-1).view(np.uint8))
+
+
+def _row_blocks(value: jax.Array) -> list[Any] | None:
+    """The shards of ``value`` in order when they split it along its first axis only, else None."""
+    blocks: dict[int, tuple[int, Any]] = {}
+    for shard in value.addressable_shards:
+        spans = [s.indices(n) for s, n in zip(shard.index, value.shape, strict=True)]
+        if any(span != (0, n, 1) for span, n in zip(spans[1:], value.shape[1:], strict=True)):
+            return None
+        start, stop, step = spans[0]
+        if step != 1:
+            return None
+        blocks.setdefault(start, (stop, shard))
+    expected = 0
+    ordered = []
+    for start in sorted(blocks):  # contiguous, with no overlap or gap
+        if start != expected:
+            return None
+        expected, shard = blocks[start]
+        ordered.append(shard)
+    return ordered if expected == value.shape[0] else None
+
+
+def host_crc(value: Any) -> str:
+    """``crc32c:<8 hex>`` of ``value``'s bytes in C order (NumPy or a CPU ``jax.Array`` of this process)."""
+    if isinstance(value, jax.Array):
+        value = _one_copy(value)
+        if len(value.sharding.device_set) == 1 or value.ndim == 0:
+            crc = _crc_of(np.asarray(value.addressable_shards[0].data))
+        else:
+            blocks = _row_blocks(value)
+            if blocks is None:
+                crc = _crc_of(np.asarray(value))
+            else:
+                crc = 0
+                for shard in blocks:
+                    crc = _crc_of(np.asarray(shard.data), crc)
+    else:
+        crc = _crc_of(np.asarray(value))
+    return f"{CRC_PREFIX}{crc:08x}"
+
+
+def _gathered_crc(value: jax.Array) -> str:
+    """`host_crc` of an array spread over several processes (each process gathers it: rare)."""
+    from jax.experimental import multihost_utils
+
+    return host_crc(np.asarray(multihost_utils.process_allgather(value, tiled=True)))
+
+
+def compute(values: dict[str, Any], like: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """The fingerprint of each array (module docstring); None where it cannot be computed.
+
+    Without ``like`` each array gets the kind that costs least where it lies;
+    with ``like`` (the fingerprints recorded at save), each gets the kind
+    recorded for its name, so a checkpoint saved on CPU and restored on an
+    accelerator (or the reverse) is checked alike. Every process of a job
+    must call it with the same global arrays (it may run collectives).
     """
     groups: dict[tuple[tuple[str, int], ...], list[tuple[str, Any]]] = {}
     result: dict[str, str | None] = {}
     cpu = jax.devices("cpu")[0]
     for name, value in values.items():
+        recorded = like.get(name) if like is not None else None
+        wants_crc = (isinstance(recorded, str) and recorded.startswith(CRC_PREFIX)) if like is not None \
+            else _on_host(value)
+        if wants_crc:
+            result[name] = host_crc(value) if _on_host(value) else _gathered_crc(value)
+            continue
         if isinstance(value, jax.Array) and _supported(value.dtype):
             value = _one_copy(value)
             key = tuple(sorted((d.platform, d.id) for d in value.sharding.device_set))

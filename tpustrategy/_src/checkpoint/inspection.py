@@ -111,7 +111,7 @@ class CheckpointReader:
         api = "CheckpointReader.get_tensor"
         got = arrays.load(os.path.join(self._path, files.ARRAYS), {name: target}, api)
         recorded = self._manifest.get("fingerprints")
-        if recorded is not None and fingerprint.compute(got)[name] != recorded.get(name):
+        if recorded is not None and fingerprint.compute(got, like=recorded)[name] != recorded.get(name):
             raise DataLossError(
                 f"{api}: checkpoint {self._path!r} is damaged: the data read for {tensor_str!r} is "
                 f"not what was saved (its content fingerprint differs).",

@@ -25,6 +25,7 @@ from tpustrategy._src.checkpoint import asynchronous, multihost, recovery
 from tpustrategy._src.checkpoint import options as options_lib
 from tpustrategy._src.checkpoint.checkpoint import Checkpoint, _check_path
 from tpustrategy._src.checkpoint.options import CheckpointOptions
+from tpustrategy._src.checkpoint.tf_format import tf_writer
 
 _API = "tps.train.CheckpointManager"
 
@@ -77,6 +78,14 @@ class CheckpointManager:
       checkpoint_interval: save only when the step advanced this much since
         the last save.
       init_fn: called by ``restore_or_initialize`` when there is nothing to restore.
+      format: what ``save`` writes unless it is given its own ``format``:
+        ``"tpustrategy"`` (this library's checkpoint folders, the default) or
+        ``"tensorflow"`` (TensorFlow's ``ckpt-N.index`` +
+        ``ckpt-N.data-00000-of-00001`` files, which ``tf.train.Checkpoint``
+        restores), as ``Checkpoint.write(path, format=...)``. Either way the
+        folder's ``checkpoint`` state file lists the kept checkpoints
+        (``all_model_checkpoint_paths``), ``max_to_keep`` and
+        ``keep_checkpoint_every_n_hours`` apply, and ``restore`` reads both.
 
     Example:
       >>> manager = tps.train.CheckpointManager(ckpt, "/tmp/ckpts", max_to_keep=3)
@@ -89,7 +98,7 @@ class CheckpointManager:
     def __init__(self, checkpoint: Checkpoint, directory: str | os.PathLike[str], max_to_keep: int | None = 5,
                  keep_checkpoint_every_n_hours: float | None = None, checkpoint_name: str = "ckpt",
                  step_counter: Any = None, checkpoint_interval: int | None = None,
-                 init_fn: Callable[[], Any] | None = None):
+                 init_fn: Callable[[], Any] | None = None, *, format: str = "tpustrategy"):
         if not isinstance(checkpoint, Checkpoint):
             raise TypeError(
                 f"{_API}: checkpoint must be a tps.train.Checkpoint; received "
@@ -118,6 +127,8 @@ class CheckpointManager:
             raise TypeError(f"{_API}: init_fn must be callable or None; got {type(init_fn).__name__}.")
         self._step_counter = step_counter
         self._init_fn = init_fn
+        tf_writer.wants_tensorflow(format, _API)  # checks the argument
+        self._format = format
         self._last_step: int | None = None
         if multihost.process_index() == 0:
             recovery.clean_leftovers(self._directory, self._name)
@@ -151,7 +162,7 @@ class CheckpointManager:
 
     # Saving and restoring ----------------------------------------------------------------------
     def save(self, checkpoint_number: Any = None, check_interval: bool = True,
-             options: CheckpointOptions | None = None) -> str | None:
+             options: CheckpointOptions | None = None, *, format: str | None = None) -> str | None:
         """Saves a checkpoint and deletes those beyond ``max_to_keep``.
 
         Args:
@@ -161,12 +172,15 @@ class CheckpointManager:
             step did not advance enough (False: only skip a repeated step).
           options: a ``tps.train.CheckpointOptions`` (``enable_async=True``:
             return once the arrays are in host memory; ``sync()`` waits).
+          format: ``"tpustrategy"`` or ``"tensorflow"`` (TensorFlow's files);
+            None: the manager's ``format``.
 
         Returns:
           The path saved, or None when skipped because of the interval.
         """
         api = "CheckpointManager.save"
         options = options_lib.check(options, api)
+        tensorflow = tf_writer.wants_tensorflow(self._format if format is None else format, api)
         if self._interval is not None:
             step = multihost.agree(api, "the step counter", _step(self._step_counter))
             if self._last_step is not None:
@@ -193,7 +207,15 @@ class CheckpointManager:
             recovery.purge(hidden)
             recovery.clean_leftovers(directory, name)
 
-        self._checkpoint._save_as(path, number, counter, api, options, then=after_commit)
+        if tensorflow:  # TensorFlow's files, written synchronously (`tf_writer`), then the same bookkeeping
+            tf_writer.write(self._checkpoint, path, counter, api)
+            self._checkpoint._save_counter = counter
+            if multihost.process_index() == 0:
+                after_commit()
+            multihost.barrier("tensorflow-format-save")
+            self._checkpoint._run_write_callbacks(options, path)
+        else:
+            self._checkpoint._save_as(path, number, counter, api, options, then=after_commit)
         self._maybe_delete, self._latest, self._last_preserved = kept, path, last_preserved
         return path
 

@@ -279,7 +279,7 @@ def _check_fingerprints(path: str, manifest: dict[str, Any], loaded: dict[str, A
     if not isinstance(recorded, dict):
         raise DataLossError(f"{api}: the manifest of {path!r} has no array fingerprints; "
                             "nothing was restored.", filename=os.path.join(path, files.MANIFEST))
-    now = fingerprint.compute(loaded)
+    now = fingerprint.compute(loaded, like=recorded)
     owner = {name: key for key, meta in saved.items() for name in meta.get("parts", {}).values()}
     bad = [name for name, value in now.items() if recorded.get(name) != value]
     if bad:

@@ -12,19 +12,29 @@ Leftovers of interrupted operations are resolved by the next save of the same
 path and when a ``CheckpointManager`` starts (process 0 only):
 
 - ``ckpt-N.tps-tmp``: a save that never committed; removed (unless a save of
-  this process is still writing it, asynchronously).
+  this process is still writing it, asynchronously). One whose manifest was
+  written (committed, the rename not done) is renamed to ``ckpt-N`` when
+  that is not complete.
 - ``ckpt-N.tps-old``: an overwrite interrupted between its two renames. If
   ``ckpt-N`` is complete the old copy is stale and removed; otherwise it is
   the only complete copy and is renamed back to ``ckpt-N``.
+
+Reads change nothing: ``restore``, ``load_checkpoint`` and ``latest_checkpoint``
+find the complete copy where it is (`files.resolve`).
 - ``ckpt-N.tps-deleting``: a deletion that was interrupted; removed.
 - ``checkpoint.tps-tmp``: a state file that was being written; removed.
+- ``ckpt-N.data-00000-of-00001`` without ``ckpt-N.index``: a TensorFlow-format
+  save or deletion that was interrupted (the index is written last and
+  deleted first); removed.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -36,6 +46,7 @@ from tpustrategy._src.errors import NotFoundError
 _log = logging.getLogger("tpustrategy.checkpoint")
 _IN_FLIGHT: set[str] = set()  # tmp folders an asynchronous save of this process is writing
 _LOCK = threading.Lock()
+_TF_DATA = re.compile(r"^(?P<prefix>.+)\.(data-\d{5}-of-\d{5}(\.tps-tmp)?|index\.tps-tmp)$")
 
 
 def begin(tmp: str) -> None:
@@ -54,23 +65,8 @@ def _busy(tmp: str) -> bool:
 
 
 def recover(path: str) -> None:
-    """Resolves the leftovers of ``path`` (see the module docstring)."""
-    old = files.old_path(path)
-    if os.path.isdir(old):
-        if files.complete(path):
-            shutil.rmtree(old, ignore_errors=True)
-        elif files.complete(old):
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            os.rename(old, path)
-        else:
-            shutil.rmtree(old, ignore_errors=True)
-    tmp = files.tmp_path(path)
-    if os.path.isdir(tmp) and not _busy(tmp):
-        shutil.rmtree(tmp, ignore_errors=True)
-    doomed = path + files.DELETING_SUFFIX
-    if os.path.isdir(doomed):
-        shutil.rmtree(doomed, ignore_errors=True)
+    """Resolves the leftovers of ``path`` (see the module docstring; `files.settle`)."""
+    files.settle(path, busy=_busy)
 
 
 def clean_leftovers(directory: str, name: str | None = None) -> None:
@@ -89,6 +85,15 @@ def clean_leftovers(directory: str, name: str | None = None) -> None:
                     bases.add(base)
     for base in sorted(bases):
         recover(os.path.join(directory, base))
+    for entry in entries:  # a TensorFlow checkpoint's data without its index: an interrupted save or deletion
+        match = _TF_DATA.match(entry)
+        if match is not None and files.NUMBERED.match(match["prefix"]) is not None \
+                and (name is None or files.NUMBERED.match(match["prefix"])["name"] == name) \
+                and not os.path.exists(os.path.join(directory, match["prefix"] + ".index")):
+            try:
+                os.remove(os.path.join(directory, entry))
+            except OSError:
+                pass
     state_tmp = state_file.state_path(directory) + files.TMP_SUFFIX  # a crash mid state-file write
     if os.path.isfile(state_tmp):
         os.remove(state_tmp)
@@ -96,7 +101,8 @@ def clean_leftovers(directory: str, name: str | None = None) -> None:
 
 def exists(path: str) -> bool:
     """Whether ``restore(path)`` finds something (complete, damaged, mid-overwrite, TF's format)."""
-    return os.path.isdir(path) or files.complete(files.old_path(path)) or os.path.isfile(path + ".index")
+    return (os.path.isdir(path) or files.complete(files.resolve(path))
+            or os.path.isfile(path + ".index"))
 
 
 def _unnumbered(path: str) -> bool:
@@ -122,7 +128,8 @@ def numbered(directory: str, name: str | None = None) -> list[tuple[int, str]]:
     found = set()
     for entry in entries:
         base = entry[: -len(".index")] if entry.endswith(".index") else entry
-        base = base[: -len(files.OLD_SUFFIX)] if base.endswith(files.OLD_SUFFIX) else base
+        for suffix in (files.OLD_SUFFIX, files.TMP_SUFFIX):
+            base = base[: -len(suffix)] if base.endswith(suffix) else base
         match = files.NUMBERED.match(base)
         if match is None or (name is not None and match["name"] != name):
             continue
@@ -191,7 +198,7 @@ def resolve_checkpoint(ckpt_dir_or_file: Any, api: str) -> str:
                 "numbered checkpoint).\nFix: pass the path save() returned, or the folder a "
                 "CheckpointManager saves into.")
         return found
-    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+    if not exists(path):
         raise NotFoundError(
             f"{api}: there is no checkpoint or folder at {path!r}.\nFix: pass the path save() "
             "returned, manager.latest_checkpoint, or the folder of the checkpoints.")
@@ -243,12 +250,35 @@ def write_state(directory: str, kept: list[tuple[str, float]], latest_path: str,
     state_file.write(directory, latest_path, [p for p, _ in kept], [t for _, t in kept], last_preserved)
 
 
+def _tf_data_files(prefix: str) -> list[str]:
+    return glob.glob(glob.escape(prefix) + ".data-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]")
+
+
 def hide_all(paths: list[str]) -> list[str]:
-    """Renames checkpoints out of sight before the state file stops naming them."""
-    return [d for d in (files.hide(p) for p in paths) if d is not None]
+    """Puts checkpoints out of sight before the state file stops naming them.
+
+    A checkpoint folder is renamed to ``.tps-deleting``; a TensorFlow
+    checkpoint loses its ``.index`` (what makes it a checkpoint: TensorFlow
+    deletes it first too), its data files going in `purge`.
+    """
+    hidden = []
+    for path in paths:
+        if os.path.isfile(path + ".index"):
+            os.remove(path + ".index")
+            hidden.append(path)
+        doomed = files.hide(path)
+        if doomed is not None:
+            hidden.append(doomed)
+    return hidden
 
 
 def purge(hidden: list[str]) -> None:
     for doomed in hidden:
-        shutil.rmtree(doomed, ignore_errors=True)
+        if os.path.isdir(doomed):
+            shutil.rmtree(doomed, ignore_errors=True)
+        for data in _tf_data_files(doomed):
+            try:
+                os.remove(data)
+            except OSError:
+                pass
 

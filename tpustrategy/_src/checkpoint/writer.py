@@ -261,16 +261,11 @@ def _copy_for(source: str, path: str, api: str) -> None:
     tmp = files.tmp_path(path)
     try:
         recovery.recover(path)
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp)
+        if os.path.lexists(tmp):
+            files.delete_tree(tmp)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         shutil.copytree(files.resolve(source), tmp)
-        if os.path.exists(path):
-            os.rename(path, files.old_path(path))
-            os.rename(tmp, path)
-            shutil.rmtree(files.old_path(path), ignore_errors=True)
-        else:
-            os.rename(tmp, path)
+        files.put_in_place(tmp, path)
     except BaseException as e:
         files.discard(tmp)
         raise _fail(api, "copying the chief's checkpoint to", path, e) from e

@@ -273,6 +273,37 @@ def _tensor_bytes(value: np.ndarray) -> tuple[bytes, int]:
     return raw, crc32c(raw)
 
 
+def encode_shard(tensors: dict[str, np.ndarray], shard: int) -> tuple[bytes, dict[str, wire.BundleEntry]]:
+    """The data file of shard ``shard`` holding ``tensors`` in the order given, and their index entries."""
+    data = bytearray()
+    entries: dict[str, wire.BundleEntry] = {}
+    for key, value in tensors.items():
+        value = np.asarray(value)
+        raw, crc = _tensor_bytes(value)
+        entries[key] = wire.BundleEntry(dtype_code(value.dtype), list(value.shape), shard, len(data), len(raw),
+                                        mask(crc))
+        data += raw
+    return bytes(data), entries
+
+
+def index_bytes(entries: dict[str, wire.BundleEntry], num_shards: int) -> bytes:
+    """The ``.index`` table of ``entries`` (sorted by key, after TensorFlow's header)."""
+    rows = sorted((key.encode("utf-8", errors="surrogateescape"), wire.encode_entry(entry))
+                  for key, entry in entries.items())
+    header = wire.encode_header(wire.BundleHeader(num_shards=num_shards, endianness=0, producer=VERSION))
+    return sstable.write_table([(HEADER_KEY, header), *rows])
+
+
+def put_file(path: str, content: bytes) -> None:
+    """Writes ``path`` beside its place, flushed, then renamed into place."""
+    tmp = path + ".tps-tmp"
+    with open(tmp, "wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def write_bundle(prefix: str, tensors: dict[str, np.ndarray]) -> list[str]:
     """Writes ``tensors`` as ``prefix.index`` + ``prefix.data-00000-of-00001``; returns both paths.
 
@@ -283,23 +314,8 @@ def write_bundle(prefix: str, tensors: dict[str, np.ndarray]) -> list[str]:
     written first and the index last (the index makes the checkpoint
     visible), each beside its place, flushed and renamed into place.
     """
-    data = bytearray()
-    rows: list[tuple[bytes, bytes]] = []
-    for key, value in tensors.items():
-        value = np.asarray(value)
-        raw, crc = _tensor_bytes(value)
-        entry = wire.BundleEntry(dtype_code(value.dtype), list(value.shape), 0, len(data), len(raw), mask(crc))
-        rows.append((key.encode("utf-8", errors="surrogateescape"), wire.encode_entry(entry)))
-        data += raw
-    rows.sort()
-    header = wire.encode_header(wire.BundleHeader(num_shards=1, endianness=0, producer=VERSION))
-    index = sstable.write_table([(HEADER_KEY, header), *rows])
+    data, entries = encode_shard(tensors, 0)
     data_path, index_path = data_filename(prefix, 0, 1), prefix + ".index"
-    for path, content in ((data_path, bytes(data)), (index_path, index)):
-        tmp = path + ".tps-tmp"
-        with open(tmp, "wb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+    put_file(data_path, data)
+    put_file(index_path, index_bytes(entries, 1))
     return [index_path, data_path]

@@ -75,10 +75,13 @@ def child_of(obj: Any, name: str) -> Any:
     return attrs.get(name) if attrs is not None else None
 
 
-def match(nodes: list[wire.TrackableObject], root: Any) -> dict[int, Any]:
-    """Node id -> the Python object its edges lead to from ``root`` (breadth first, first wins)."""
-    found: dict[int, Any] = {0: root}
-    queue = collections.deque([0])
+def match(nodes: list[wire.TrackableObject], root: Any, start: int = 0) -> dict[int, Any]:
+    """Node id -> the Python object its edges lead to from ``root`` (breadth first, first wins).
+
+    ``root`` stands for node ``start`` (the root, 0, unless a subgraph is matched).
+    """
+    found: dict[int, Any] = {start: root}
+    queue = collections.deque([start])
     while queue:
         node_id = queue.popleft()
         obj = found[node_id]
@@ -91,6 +94,17 @@ def match(nodes: list[wire.TrackableObject], root: Any) -> dict[int, Any]:
             found[child_id] = child
             queue.append(child_id)
     return found
+
+
+def node_at(nodes: list[wire.TrackableObject], names: list[str]) -> int | None:
+    """The node the edges ``names`` lead to from the root, or None."""
+    node = 0
+    for name in names:
+        child = dict(nodes[node].children).get(name)
+        if child is None:
+            return None
+        node = child
+    return node
 
 
 def node_paths(nodes: list[wire.TrackableObject]) -> dict[int, str]:

@@ -19,7 +19,11 @@ that holds a ``VARIABLE_VALUE`` and found an object gets its value:
 The saved dtype must be the variable's, or its 64-bit form when JAX's
 64-bit types are off (int64 -> int32, float64 -> float32, ...: the value is
 narrowed, as a JAX array of that dtype would be). Everything is read and
-checked before anything changes. The returned status has TensorFlow's
+checked before anything changes. Values that found no object wait for it
+(`TFPending`, TensorFlow's deferred restoration): a variable attached later
+at their path (``model.dense.kernel = v``), a model built after ``restore``,
+an item appended to a restored list, takes its saved value when it is set.
+The returned status has TensorFlow's
 semantics: ``assert_consumed`` fails while a saved value found no object or
 an object of this Checkpoint found no value; ``assert_existing_objects_matched``
 only checks the objects; ``expect_partial`` marks a partial restore as meant.
@@ -33,7 +37,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint import adapter, deferred
 from tpustrategy._src.checkpoint.graph import Graph
 from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.status import CheckpointLoadStatus
@@ -166,7 +170,58 @@ def restore(ckpt: NamedObjects, prefix: str, api: str, *, make_graph: Callable[[
     graph = make_graph()
     missing = [key for key, entry in graph.entries.items()
                if entry.kind == "variable" and _underlying(entry.obj) not in matched_ids]
-    return CheckpointLoadStatus(prefix, matched, unused, missing)
+    status = CheckpointLoadStatus(prefix, matched, unused, missing)
+    paths = object_graph.node_paths(nodes)
+    waiting = {attr.checkpoint_key: {"node": node_id, "aliases": [paths[node_id]]}
+               for node_id, node in enumerate(nodes) for attr in node.attributes
+               if attr.checkpoint_key in set(unused)}
+    status._pending = deferred.begin(ckpt, graph, TFPending(prefix, nodes, waiting, api) if waiting else None)
+    return status
+
+
+def _segments(key: str) -> list[str]:
+    """A graph key's edge names (``graph._segment`` escapes ``/`` and ``%``)."""
+    return [part.replace("%2F", "/").replace("%25", "%") for part in key.split("/")] if key else []
+
+
+class TFPending(deferred.Pending):
+    """The values of a TensorFlow checkpoint still waiting for their objects (deferred restoration).
+
+    ``remaining`` maps each checkpoint key to its node; an object set later at
+    a path of the object graph is matched with the subgraph below that node,
+    as `restore` matches the whole graph, and gets the values waiting there.
+    """
+
+    def __init__(self, prefix: str, nodes: list[Any], remaining: dict[str, Any], api: str):
+        super().__init__(prefix, {}, remaining, api)
+        self._nodes = nodes
+
+    def restore_new(self, make_graph: Callable[[], Graph], key: str, value: Any,
+                    put: Callable[[Any], None]) -> tuple[list[str], Graph]:
+        start = object_graph.node_at(self._nodes, _segments(key))
+        if start is None:
+            return [], make_graph()
+        found = object_graph.match(self._nodes, value, start)
+        parents = _parents(self._nodes, found)
+        reader: BundleReader | None = None
+        actions: list[Callable[[], None]] = []
+        restored: list[str] = []
+        for node_id, obj in found.items():
+            for attr in self._nodes[node_id].attributes:
+                ck = attr.checkpoint_key
+                if ck not in self.remaining or attr.name != object_graph.VALUE:
+                    continue
+                reader = reader or BundleReader(self.path, self.api)
+                if ck not in reader.entries:
+                    continue
+                action = _plan(obj, parents.get(node_id), reader.get(ck), ck, self.api,
+                               put=put if node_id == start else None)
+                if action is not None:
+                    actions.append(action)
+                    restored.append(ck)
+        for action in actions:  # every value read and checked first
+            action()
+        return restored, make_graph()
 
 
 def _keras_adam_into_optax(nodes: list[Any], found: dict[int, Any]) -> list[tuple[Any, int]]:
@@ -200,8 +255,12 @@ def _keras_adam_into_optax(nodes: list[Any], found: dict[int, Any]) -> list[tupl
 
 
 def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
-          api: str) -> Callable[[], None] | None:
-    """How to put ``value`` into ``obj`` (checked now, done later), or None if it cannot hold one."""
+          api: str, put: Callable[[Any], None] | None = None) -> Callable[[], None] | None:
+    """How to put ``value`` into ``obj`` (checked now, done later), or None if it cannot hold one.
+
+    ``put`` replaces ``obj`` in its place (else its ``parent`` edge is used).
+    """
+    given = put
     face = _face(obj)
     if face is not None:
         fitted = _fit(value, np.dtype(face.dtype), tuple(face.shape), key, api)
@@ -213,10 +272,10 @@ def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
     elif isinstance(obj, jax.Array):
         fitted = _fit(value, np.dtype(obj.dtype), tuple(obj.shape), key, api)
         sharding = obj.sharding
-        put = None if parent is None else _putter(*parent)
+        put = given or (None if parent is None else _putter(*parent))
         return None if put is None else (lambda: put(jax.device_put(fitted, sharding)))
     elif isinstance(obj, (bool, int, float, str, np.generic)):
-        put = None if parent is None else _putter(*parent)
+        put = given or (None if parent is None else _putter(*parent))
         if put is None:
             return None
         if isinstance(obj, str):
@@ -227,5 +286,5 @@ def _plan(obj: Any, parent: tuple[Any, str] | None, value: np.ndarray, key: str,
         return lambda: put(scalar)
     else:
         return None
-    put = None if parent is None else _putter(*parent)
+    put = given or (None if parent is None else _putter(*parent))
     return None if put is None else (lambda: put(fitted))

@@ -32,10 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from tpustrategy._src.checkpoint import adapter
+from tpustrategy._src.checkpoint import adapter, multihost
 from tpustrategy._src.checkpoint.holder import NamedObjects
 from tpustrategy._src.checkpoint.tf_format import bundle, object_graph, wire
-from tpustrategy._src.errors import UnimplementedError
 
 _KERAS_SKIP = frozenset({
     "_tracker", "_layers", "_inbound_nodes", "_outbound_nodes", "_metrics", "_seed_generators",
@@ -217,18 +216,31 @@ class _Counter:
         self.value = value
 
 
+def _host(x: Any) -> np.ndarray:
+    """``x`` on the host; an array spread over several processes read from this process's copy or gathered."""
+    import jax
+
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        if x.sharding.is_fully_replicated:
+            return np.asarray(x.addressable_shards[0].data)
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(x)
+
+
 def _value_of(obj: Any, path: str) -> tuple[np.ndarray, str]:
     if isinstance(obj, _Counter):
         return np.asarray(obj.value, np.int64), "save_counter"
     last = path.rsplit("/", 1)[-1]
     if adapter.is_variable(obj):
-        value = np.asarray(obj.read_value())
+        value = _host(obj.read_value())
         name = str(getattr(obj, "name", "Variable")).removesuffix(":0")
     elif adapter.is_keras_variable(obj):
         value = np.asarray(obj)
         name = str(obj.path)
     else:
-        value = np.asarray(obj)
+        value = _host(obj)
         name = last
     if value.dtype.kind == "U":
         value = np.asarray(value.item().encode("utf-8"), dtype=object)
@@ -241,14 +253,15 @@ def _value_of(obj: Any, path: str) -> tuple[np.ndarray, str]:
 
 
 def write(ckpt: Any, prefix: str, save_counter: int | None, api: str) -> list[str]:
-    """Writes ``ckpt``'s objects as the TensorFlow checkpoint ``prefix``; returns the files written."""
-    import jax
+    """Writes ``ckpt``'s objects as the TensorFlow checkpoint ``prefix``; returns the files written.
 
-    if jax.process_count() > 1:
-        raise UnimplementedError(
-            f"{api}: format='tensorflow' writes from one process; this job has {jax.process_count()}."
-            "\nFix: save in tpustrategy's own format (the default), or write the TensorFlow copy from a "
-            "single-process job that restores it.")
+    On several processes every process calls it (SPMD) and the result is
+    TensorFlow's sharded bundle: process ``k`` of ``n`` writes
+    ``prefix.data-0000k-of-0000n`` with every ``n``-th value (in node order,
+    the object graph on process 0), then process 0 writes the one
+    ``prefix.index`` naming each value's shard, offset, size and CRC32C --
+    what TensorFlow's ``MergeBundles`` makes of per-device shards.
+    """
     walk = _Walk(ckpt, save_counter)
     tensors = walk.tensors()
     if not tensors:
@@ -258,9 +271,58 @@ def write(ckpt: Any, prefix: str, save_counter: int | None, api: str) -> list[st
     ordered = {key: value for key, value, _ in tensors}
     ordered[object_graph.OBJECT_GRAPH_KEY] = np.asarray(wire.encode_object_graph(walk.nodes), dtype=object)
     directory = os.path.dirname(prefix)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    return bundle.write_bundle(prefix, ordered)
+    count = multihost.process_count()
+    if count == 1:
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        return bundle.write_bundle(prefix, ordered)
+    return _write_sharded(prefix, ordered, directory, api)
+
+
+def _write_sharded(prefix: str, ordered: dict[str, np.ndarray], directory: str, api: str) -> list[str]:
+    """`write` on several processes: one data shard each, process 0's index (see `write`)."""
+    count, index = multihost.process_count(), multihost.process_index()
+    multihost.agree(api, "the checkpoint's name (the last part of its path)",
+                    multihost.text_fingerprint(os.path.basename(os.path.abspath(prefix))))
+    prefix = multihost.broadcast_text(os.path.abspath(prefix))  # one bundle: the chief's path
+    directory = os.path.dirname(prefix)
+    keys = list(ordered)
+    multihost.agree(api, "the TensorFlow checkpoint's keys (the same objects on every process)",
+                    multihost.text_fingerprint("\n".join(keys)))
+    graph = len(keys) - 1  # the object graph goes to process 0's shard, as TensorFlow writes it last
+    owner = [0 if i == graph else i % count for i in range(len(keys))]
+    data_path = bundle.data_filename(prefix, index, count)
+    entries: dict[str, wire.BundleEntry] = {}
+    error: BaseException | None = None
+    try:
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        data, entries = bundle.encode_shard(
+            {k: ordered[k] for i, k in enumerate(keys) if owner[i] == index}, index)
+        bundle.put_file(data_path, data)
+    except BaseException as e:  # every process must learn of it before process 0 writes the index
+        error = e
+    multihost.sync(api, "writing its TensorFlow data shard", error)
+    placed = np.zeros((len(keys), 3, 4), np.int64)  # 16-bit parts: the all-gather may carry only 32-bit ints
+    for i, key in enumerate(keys):
+        if key in entries:
+            for j, number in enumerate((entries[key].offset, entries[key].size, entries[key].crc32c)):
+                placed[i, j] = [(number >> (16 * part)) & 0xFFFF for part in range(4)]
+    parts = multihost.allgather(placed.reshape(-1)).reshape(count, len(keys), 3, 4)
+    gathered = sum(parts[..., part].astype(np.uint64) << np.uint64(16 * part) for part in range(4))
+    if index == 0:
+        try:
+            merged = {}
+            for i, key in enumerate(keys):
+                offset, size, crc = (int(x) for x in gathered[owner[i], i])
+                value = np.asarray(ordered[key])
+                merged[key] = wire.BundleEntry(bundle.dtype_code(value.dtype), list(value.shape), owner[i],
+                                               offset, size, crc)
+            bundle.put_file(prefix + ".index", bundle.index_bytes(merged, count))
+        except BaseException as e:
+            error = e
+    multihost.sync(api, "writing the TensorFlow index", error)
+    return [prefix + ".index", data_path]
 
 
 FORMATS = ("tpustrategy", "tensorflow")
