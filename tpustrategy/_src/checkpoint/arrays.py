@@ -17,6 +17,8 @@ earlier version, or by orbax elsewhere) are read as they are.
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +52,7 @@ def save(directory: str, arrays: dict[str, Any], api: str) -> None:
     """Writes ``arrays`` (``jax.Array`` or NumPy) into the new folder ``directory``."""
     ocp = _orbax(api)
     with ocp.Checkpointer(_handler(ocp)) as checkpointer:
-        checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
+        checkpointer.save(os.path.abspath(directory), args=ocp.args.PyTreeSave(arrays))
 
 
 def save_async(directory: str, arrays: dict[str, Any], api: str) -> Callable[[], None]:
@@ -63,7 +65,7 @@ def save_async(directory: str, arrays: dict[str, Any], api: str) -> Callable[[],
     ocp = _orbax(api)
     checkpointer = ocp.AsyncCheckpointer(_handler(ocp))
     try:
-        checkpointer.save(directory, args=ocp.args.PyTreeSave(arrays))
+        checkpointer.save(os.path.abspath(directory), args=ocp.args.PyTreeSave(arrays))
     except BaseException:
         checkpointer.close()
         raise
@@ -99,7 +101,7 @@ def load(directory: str, targets: dict[str, Any], api: str) -> dict[str, Any]:
     try:
         with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
             got = dict(checkpointer.restore(
-                directory, args=ocp.args.PyTreeRestore(dict(targets), restore_args=args, partial_restore=True)))
+                os.path.abspath(directory), args=ocp.args.PyTreeRestore(dict(targets), restore_args=args, partial_restore=True)))
     except (ValueError, KeyError, TypeError, OSError, RuntimeError, IndexError) as e:
         raise DataLossError(
             f"{api}: the array data in {directory} does not match the checkpoint's manifest or is "
