@@ -66,8 +66,9 @@ def _all_reduce_sum(parts: list[Any]) -> list[Any]:
     from tpustrategy._src.context import contracts
     from tpustrategy._src.variables import updates
 
-    ctx = updates._replica_context()
-    if ctx is not None and isinstance(ctx, contracts.EagerReplicaContract) and ctx.num_replicas_in_sync > 1:
+    ctx: Any = updates._replica_context()   # a tps.ReplicaContext (typed Any in the context stack)
+    eager = ctx is not None and isinstance(ctx, contracts.EagerReplicaContract)
+    if eager and ctx.num_replicas_in_sync > 1:
         return list(ctx.all_reduce("SUM", parts))
     return parts
 
