@@ -64,7 +64,9 @@ def test_fit_accepts_a_distributed_dataset_and_validation_data(reference):
         model.set_weights(weights)
         compile_(model)
     dist = strategy.experimental_distribute_dataset(tpsd.Dataset.from_tensor_slices((X, Y)).batch(16))
-    got = model.fit(dist, epochs=3, verbose=0, validation_data=tpsd.Dataset.from_tensor_slices((X, Y)).batch(32))
+    # tf-keras needs steps_per_epoch with a distributed dataset (test_fit_steps_rules).
+    got = model.fit(dist, epochs=3, steps_per_epoch=7, verbose=0,
+                    validation_data=tpsd.Dataset.from_tensor_slices((X, Y)).batch(32))
     _assert_history({k: v for k, v in got.history.items() if not k.startswith("val_")}, history)
     assert len(got.history["val_loss"]) == 3
 

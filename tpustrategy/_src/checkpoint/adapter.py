@@ -9,12 +9,12 @@ member read here —; its ``kind`` and ``strategy`` (with ``.mesh``) are public
 ``get_state()``/``set_state()``, and a distributed iterator's dataset says
 (``shard_mode``) whether every process reads the same stream.
 
-Sync-on-read variables are saved twice: their per-replica components (exact
-when restored onto the same replica count) and their aggregated value
-(TensorFlow saves only this one). Restored onto another replica count, the
-aggregate is spread so that reading it back gives exactly the saved value:
-SUM puts it on the first replica and zeros elsewhere, MEAN and
-ONLY_FIRST_REPLICA copy it to every replica.
+Sync-on-read variables are saved twice: their per-replica components and
+their aggregated value (TensorFlow saves only this one). They are restored as
+TensorFlow restores them (``values_util.get_on_read_restore_ops``), onto any
+replica count: every replica gets the saved aggregate, divided by the replica
+count (cast back to the variable's dtype) for SUM. Only a NONE-aggregated
+variable, which has no aggregate, gets its components back (same replica count).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def variable_plan(var: Any, saved: dict[str, Any], key: str, api: str
     sharding = var._value.sharding
     if var.kind == SYNC_ON_READ:
         replicas = _replicas(var)
-        if saved["sync"] == SYNC_ON_READ and saved["replicas"] == replicas:
+        if saved["sync"] == SYNC_ON_READ and saved["replicas"] == replicas and "value" not in saved["parts"]:
             target = jax.ShapeDtypeStruct((replicas, *shape), dtype, sharding=sharding)
             return {"components": target}, lambda got: got["components"]
         if "value" not in saved["parts"]:
@@ -147,12 +147,18 @@ def variable_plan(var: Any, saved: dict[str, Any], key: str, api: str
 
 
 def _spread(var: Any, value: Any, replicas: int, sharding: Any) -> Any:
-    if _aggregation(var) == "SUM":
-        def spread(a: Any) -> Any:
-            return jnp.concatenate([a[None], jnp.zeros((replicas - 1, *a.shape), a.dtype)])
-    else:
-        def spread(a: Any) -> Any:
-            return jnp.broadcast_to(a[None], (replicas, *a.shape))
+    """TensorFlow's restore of a sync-on-read variable's saved aggregate: ``value / replicas`` cast to
+    the dtype on every replica for SUM (so an integer's remainder is lost, as in TensorFlow), ``value``
+    on every replica otherwise (``values_util.get_on_read_restore_ops``)."""
+    total = _aggregation(var) == "SUM"
+
+    def spread(a: Any) -> Any:
+        if total and jnp.issubdtype(a.dtype, jnp.integer):
+            a = jax.lax.div(a, jnp.asarray(replicas, a.dtype))   # TensorFlow's cast truncates toward zero
+        elif total:
+            a = (a / replicas).astype(a.dtype)
+        return jnp.broadcast_to(a[None], (replicas, *a.shape))
+
     return jax.jit(spread, out_shardings=sharding)(value)
 
 
@@ -164,17 +170,12 @@ def set_variable(var: Any, value: Any) -> None:
 def assign_host_value(var: Any, value: np.ndarray) -> None:
     """Stores a host value read from a TensorFlow checkpoint, placed on the variable's devices.
 
-    A sync-on-read variable's saved value is its aggregate (what TensorFlow saves): SUM puts
-    it on the first replica and zeros elsewhere, MEAN and ONLY_FIRST_REPLICA on every replica.
+    A sync-on-read variable's saved value is its aggregate (what TensorFlow saves); it is restored
+    as TensorFlow does (``_spread``).
     """
     sharding = var._value.sharding
     if var.kind == SYNC_ON_READ:
-        stacked = np.zeros((_replicas(var), *value.shape), value.dtype)
-        if _aggregation(var) == "SUM":
-            stacked[0] = value
-        else:
-            stacked[:] = value
-        set_variable(var, jax.device_put(stacked, sharding))
+        set_variable(var, _spread(var, jnp.asarray(value), _replicas(var), sharding))
     else:
         set_variable(var, jax.device_put(value, sharding))
 

@@ -159,6 +159,8 @@ def adapter_class() -> type:
         """Keras's data adapter for tpsd datasets and distributed datasets."""
 
         def __init__(self, x: Any, strategy: Any, steps: int | None = None, class_weight: Any = None):
+            if steps is None:
+                check_steps_given(x)
             self._strategy = strategy
             if class_weight is not None:
                 if is_distributed_dataset(x):
@@ -216,6 +218,28 @@ def adapter_class() -> type:
 
     _CLASS.append(StrategyDataAdapter)
     return StrategyDataAdapter
+
+
+_STEPS_FIX = ("\nFix: pass the number of batches to run (fit: steps_per_epoch, and validation_steps for "
+              "validation data; evaluate / predict: steps)")
+
+
+def check_steps_given(x: Any) -> None:
+    """tf-keras's rule for a dataset given without a step count (``DatasetAdapter._validate_args`` in
+    tf-keras's ``keras/engine/data_adapter.py``): a distributed dataset, or an infinite one, raises
+    ``ValueError`` at once, with tf-keras's message, instead of running forever."""
+    from tpustrategy._src.data.options import INFINITE_CARDINALITY
+
+    if is_distributed_dataset(x):
+        raise ValueError(
+            "When providing a distributed dataset, you must specify the number of steps to run."
+            + _STEPS_FIX + ", or pass the tpsd.Dataset itself: fit distributes it and counts its batches.")
+    cardinality = x.cardinality() if hasattr(x, "cardinality") else None
+    if cardinality is not None and int(cardinality) == INFINITE_CARDINALITY:
+        raise ValueError(
+            "When providing an infinite dataset, you must specify the number of steps to run (if you did "
+            "not intend to create an infinite dataset, make sure to not call `repeat()` on the dataset)."
+            + _STEPS_FIX + ", or call repeat(count) with a count.")
 
 
 def with_class_weight(dataset: Any, class_weight: dict[int, float]) -> Any:

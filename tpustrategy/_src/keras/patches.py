@@ -20,6 +20,8 @@ changes behaviour only for objects that belong to a strategy:
   builds its state concretely, under the strategy;
 - ``Trainer.compile`` / ``JAXTrainer.fit`` / ``evaluate`` / ``predict``, ``get_data_adapter``,
   ``JAXEpochIterator._get_iterator`` / ``__next__``: see ``trainer``;
+- ``BatchNormalization.__init__`` / ``_moments``: ``synchronized=True`` is accepted and gives
+  the global batch's moments (tf-keras's ``SyncBatchNormalization``, see ``sync_batch_norm``);
 - ``BackupAndRestore._save_model`` / ``on_train_begin`` / ``on_train_end``,
   ``ModelCheckpoint._save_model``: on several processes only the chief writes the real files
   (see ``callbacks``).
@@ -259,6 +261,15 @@ def _trainer_patch(name: str) -> Callable[[Any], Any]:
     return make
 
 
+def _batch_norm_patch(name: str) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        import tpustrategy._src.keras.sync_batch_norm as sync_batch_norm
+
+        return getattr(sync_batch_norm, f"wrap_{name}")(original)
+
+    return make
+
+
 def _callback_patch(name: str) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         import tpustrategy._src.keras.callbacks as callbacks
@@ -297,6 +308,14 @@ _TABLE: tuple[Patch, ...] = (
           "class_weight=None)", _trainer_patch("get_data_adapter")),
     Patch("backend.jax.trainer", "JAXEpochIterator", "_get_iterator", "(self)", _trainer_patch("get_iterator")),
     Patch("backend.jax.trainer", "JAXEpochIterator", "__next__", "(self)", _trainer_patch("next")),
+    Patch("layers.normalization.batch_normalization", "BatchNormalization", "__init__",
+          "(self, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True, beta_initializer='zeros', "
+          "gamma_initializer='ones', moving_mean_initializer='zeros', moving_variance_initializer='ones', "
+          "beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, "
+          "renorm=False, renorm_clipping=None, renorm_momentum=0.99, synchronized=False, **kwargs)",
+          _batch_norm_patch("init")),
+    Patch("layers.normalization.batch_normalization", "BatchNormalization", "_moments", "(self, inputs, mask)",
+          _batch_norm_patch("moments")),
     Patch("callbacks.backup_and_restore", "BackupAndRestore", "_save_model", "(self)",
           _callback_patch("backup_save")),
     Patch("callbacks.backup_and_restore", "BackupAndRestore", "on_train_begin", "(self, logs=None)",

@@ -18,7 +18,9 @@ otherwise Keras's own program runs, unchanged:
 - every loss is a Keras built-in (a name, a function of ``keras.losses`` or one of its
   ``Loss`` classes) with ``reduction="sum_over_batch_size"``: a mean over the batch;
 - no non-trainable variables (batch-normalisation statistics, dropout seeds would differ
-  per replica), every metric variable aggregated by ``"sum"``, every piece of state
+  per replica) except the moving statistics of ``BatchNormalization(synchronized=True)``
+  layers, whose moments are all-reduced over the replicas in the step (``sync_batch_norm``)
+  and so stay equal; every metric variable aggregated by ``"sum"``, every piece of state
   replicated over the strategy's devices;
 - while the step is traced: the forward pass adds no losses (``add_loss``, activity or
   weight regularisers) and its outputs carry no mask (a mask renormalises the mean by each
@@ -55,8 +57,14 @@ def eligible(model: Any, strategy: Any) -> bool:
         return False
     if not internals.trainer_methods_are_keras_own(type(model)):
         return False
-    if model.non_trainable_variables or getattr(model, "optimizer", None) is None:
+    if getattr(model, "optimizer", None) is None:
         return False
+    if model.non_trainable_variables:
+        from tpustrategy._src.keras.sync_batch_norm import synchronized_state
+
+        synchronized = synchronized_state(model)
+        if any(id(v) not in synchronized for v in model.non_trainable_variables):
+            return False
     if not all(getattr(v, "aggregation", None) == "sum" for v in model.metrics_variables):
         return False
     if not _mean_losses(getattr(model, "loss", None)):

@@ -110,11 +110,34 @@ def _array_batches(adapter: Any, dist: Any) -> Any:
         yield keras.tree.map_structure(place, data)
 
 
+def _adopt_outside_metrics(strategy: Any, *groups: Any) -> None:
+    """Keras metrics made outside every scope, compiled into a model of ``strategy``: their
+    variables become the strategy's (``variables.move_to``), as tf.keras updates such a metric
+    in every replica; otherwise Keras's step would mix one-device and mesh state."""
+    import jax
+    import keras
+
+    import tpustrategy._src.keras.variables as variables_lib
+    from tpustrategy._src.context import contracts
+
+    if strategy is None or contracts.is_default(strategy):
+        return
+    for group in groups:
+        for m in jax.tree_util.tree_leaves(group, is_leaf=lambda x: isinstance(x, keras.metrics.Metric)):
+            if isinstance(m, keras.metrics.Metric):
+                for v in m.variables:
+                    variables_lib.move_to(v, strategy, m)
+
+
 def wrap_compile(original: Any) -> Any:
     @functools.wraps(original)
     def compile(self: Any, optimizer: Any = "rmsprop", *args: Any, **kwargs: Any) -> Any:
-        check_compile_arguments(optimizer, kwargs.get("metrics"), kwargs.get("weighted_metrics"))
-        with _under(self):
+        # compile(optimizer, loss, loss_weights, metrics, weighted_metrics, ...)
+        metrics = kwargs.get("metrics", args[2] if len(args) > 2 else None)
+        weighted = kwargs.get("weighted_metrics", args[3] if len(args) > 3 else None)
+        check_compile_arguments(optimizer, metrics, weighted)
+        with _under(self) as strategy:
+            _adopt_outside_metrics(strategy, metrics, weighted)
             return original(self, optimizer, *args, **kwargs)
 
     return compile

@@ -173,6 +173,32 @@ def adopt(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
     return state
 
 
+def move_to(kvar: Any, strategy: Any, caller: Any) -> KerasVariableState:
+    """A Keras variable made outside every scope (the default strategy's), made ``strategy``'s.
+
+    A metric created before ``strategy.scope()`` and passed to ``compile`` inside it (as
+    TensorFlow's tests do): tf.keras updates it in every replica of the model's strategy.
+    Here its variables become that strategy's, with tf.keras's rules (metric state:
+    sync-on-read), keeping their current values. A variable already another strategy's is
+    left as it is.
+    """
+    found = state_of(kvar)
+    if found is not None and (found._strategy is strategy or not contracts.is_default(found.strategy)):
+        return found
+    value = np.asarray(kvar.value) if kvar.__dict__.get("_value") is not None else None
+    if found is not None:
+        del kvar.__dict__["_tps_state"]
+        kvar.__dict__.pop("_tps_aggregate", None)
+        kvar.__class__ = type(kvar).__bases__[1]   # the Keras class behind _StrategyKerasVariable
+    state = adopt(kvar, strategy, caller)
+    if value is not None:
+        if state._kind == SYNC_ON_READ:
+            kvar._direct_assign(value)   # spread so that reading it back gives the value
+        else:
+            kvar.__dict__["_value"] = _place(jnp.asarray(value, kvar._dtype), sharding_of(state))
+    return state
+
+
 class _Reads(threading.local):
     aggregated = 0
 

@@ -8,12 +8,21 @@ follows the same aggregation rules in every context (``updates``):
   In a replica function a mirrored variable's deltas are aggregated (SUM adds every
   replica's, MEAN averages them, ONLY_FIRST_REPLICA takes replica 0's) — TensorFlow's
   result, since its aggregated IndexedSlices are the concatenated rows.
-- the others (``scatter_update``, ``scatter_min`` / ``max`` / ``mul`` / ``div``,
-  ``scatter_nd_update`` / ``min`` / ``max``, ``batch_scatter_update``) compute the new
-  value from the current one and ``assign`` it. On a mirrored variable with SUM or
-  MEAN aggregation they raise TensorFlow's ``NotImplementedError``; with
-  ONLY_FIRST_REPLICA replica 0's update applies; with NONE the update must be the
-  same on every replica (our rule for ``assign``).
+- ``scatter_mul`` / ``scatter_div`` of a SUM or MEAN mirrored variable in a replica
+  function apply TensorFlow's aggregated ``IndexedSlices`` once: every replica's rows,
+  concatenated in replica order (MEAN: the values divided by the replica count), so a
+  row two replicas write is multiplied / divided by both values in turn
+  (``values.py``: ``MirroredVariable`` checks the aggregation only for
+  ``scatter_min`` / ``max`` / ``update``; ``_on_write_update_replica`` aggregates the
+  slices with ``apply_aggregation``; ``mirrored_variable_test.testScatterDiv`` /
+  ``testScatterMul``).
+- the others (``scatter_update``, ``scatter_min`` / ``max``, ``scatter_mul`` / ``div``
+  otherwise, ``scatter_nd_update`` / ``min`` / ``max``, ``batch_scatter_update``)
+  compute the new value from the current one and ``assign`` it. On a mirrored
+  variable with SUM or MEAN aggregation all but ``scatter_mul`` / ``div`` raise
+  TensorFlow's ``NotImplementedError``; with ONLY_FIRST_REPLICA replica 0's update
+  applies; with NONE the update must be the same on every replica (our rule for
+  ``assign``). In cross-replica context ``scatter_mul`` / ``div`` apply as given.
 
 A sync-on-read variable is updated in its replica's component in replica
 context; in cross-replica context the op acts on its aggregated value (as
@@ -54,8 +63,12 @@ _SCATTER_ERROR = ("{op_name} is only supported for mirrored variable (variable c
                   "{aggregation}.")
 
 
+# The row-wise scatters TensorFlow applies as aggregated IndexedSlices on SUM / MEAN mirrored variables.
+_AGGREGATED = ("scatter_mul", "scatter_div")
+
+
 def _check_aggregation(var: VariableState, op_name: str) -> None:
-    if var._kind == MIRRORED and var.aggregation not in (
+    if op_name not in _AGGREGATED and var._kind == MIRRORED and var.aggregation not in (
             VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA):
         raise NotImplementedError(
             _SCATTER_ERROR.format(op_name=op_name, aggregation=var.aggregation)
@@ -114,13 +127,34 @@ def _current(var: VariableState) -> jax.Array:
     return jnp.asarray(var.read_value())
 
 
-def _apply_rows(var: VariableState, op_name: str, sparse_delta: Any) -> jax.Array:
-    """The new value of ``var`` after a row-wise scatter (update/min/max/mul/div)."""
+def _rows(var: VariableState, op_name: str, sparse_delta: Any) -> tuple[jax.Array, jax.Array]:
+    """The checked indices and values of a row-wise scatter (values broadcast to the rows)."""
     _check_aggregation(var, op_name)  # TensorFlow checks the aggregation first
     indices, values = _slices(var, op_name, sparse_delta)
     idx = _indices(var, op_name, indices, None)
-    vals = _values(var, op_name, values, tuple(idx.shape) + tuple(var.shape[1:]))
-    current = _current(var)
+    return idx, _values(var, op_name, values, tuple(idx.shape) + tuple(var.shape[1:]))
+
+
+def _aggregated_rows(var: VariableState, op_name: str, idx: jax.Array, vals: jax.Array
+                     ) -> tuple[jax.Array, jax.Array] | None:
+    """In a replica function, a SUM / MEAN mirrored variable's aggregated slices: every replica's
+    rows concatenated (MEAN: values divided by the replica count); None elsewhere."""
+    if var._kind != MIRRORED or var.aggregation not in (VariableAggregation.SUM, VariableAggregation.MEAN):
+        return None
+    every_idx = updates.gather_update(var, op_name, idx)
+    if every_idx is None:
+        return None   # cross-replica context: applied as given (TensorFlow's _update_cross_replica)
+    every_vals = updates.gather_update(var, op_name, vals)
+    assert every_vals is not None
+    n = int(every_idx.shape[0])
+    rows = every_vals.reshape((-1, *var.shape[1:]))
+    if var.aggregation is VariableAggregation.MEAN:
+        rows = (rows / n).astype(rows.dtype)   # float: TensorFlow refuses an integer MEAN variable
+    return every_idx.reshape(-1), rows
+
+
+def _scattered(current: jax.Array, op_name: str, idx: jax.Array, vals: jax.Array) -> jax.Array:
+    """``current`` after a row-wise scatter (update/min/max/mul/div) of ``vals`` at ``idx``."""
     at = current.at[idx]
     if op_name == "scatter_update":
         return at.set(vals)
@@ -147,7 +181,13 @@ def scatter(var: V, op_name: str, sparse_delta: Any) -> V:
         method = "assign_add" if op_name == "scatter_add" else "assign_sub"
         updates.write(var, method, delta, True, label=op_name)
         return var
-    updates.write(var, "assign", _apply_rows(var, op_name, sparse_delta), True, label=op_name)
+    idx, vals = _rows(var, op_name, sparse_delta)
+    if op_name in _AGGREGATED:
+        aggregated = _aggregated_rows(var, op_name, idx, vals)
+        if aggregated is not None:
+            updates.write_agreed(var, _scattered(_current(var), op_name, *aggregated), op_name)
+            return var
+    updates.write(var, "assign", _scattered(_current(var), op_name, idx, vals), True, label=op_name)
     return var
 
 

@@ -216,6 +216,38 @@ def write(var: VariableState, method: str, value: Any, read_value: bool, label: 
         _cross_replica_update(var, method, value, label)
 
 
+def gather_update(var: VariableState, label: str, value: jax.Array) -> jax.Array | None:
+    """Every replica's ``value`` stacked ``[R, ...]`` in replica context (in replica order), else None.
+
+    The rows of an aggregated ``IndexedSlices`` (TensorFlow's ``apply_aggregation`` of a sparse
+    update concatenates every replica's slices): ``scatter_mul`` / ``scatter_div`` of a SUM or
+    MEAN mirrored variable apply them all, once, then store the result with ``write_agreed``.
+    """
+    frame = frames.current()
+    ctx = _replica_context()
+    _check_strategy(var)
+    if frame is not None and frame.level == "replica" and ctx is not None and not _in_merge_fn():
+        gathered: jax.Array = jax.lax.all_gather(value, REPLICA_AXIS)
+        return gathered
+    if ctx is not None and isinstance(ctx, contracts.EagerReplicaContract):
+        everyone = ctx.rendezvous.exchange(ctx.local_replica_id, f"{label}-gather:{var.name}", np.asarray(value))
+        return jnp.asarray(np.stack(everyone))
+    return None
+
+
+def write_agreed(var: VariableState, value: jax.Array, label: str) -> None:
+    """Assigns ``value``, equal on every replica (made from ``gather_update``'s rows), in replica
+    context without aggregating it again (a SUM would multiply it by the replica count)."""
+    frame = frames.current()
+    ctx = _replica_context()
+    if frame is not None and frame.level == "replica" and ctx is not None and not _in_merge_fn():
+        frame.write(var, combine(var, "assign", frame.read(var, var._shape), value))
+    elif ctx is not None and isinstance(ctx, contracts.EagerReplicaContract):
+        _eager_replica_update(var, "assign", value, ctx, agreed=True)
+    else:
+        _cross_replica_update(var, "assign", value, label)
+
+
 def _compiled_replica_update(
         var: VariableState, method: str, value: Any, frame: Frame, ctx: _CompiledReplica) -> jax.Array:
     current = frame.read(var, var._shape)
@@ -323,15 +355,15 @@ def initialise_in_frame(var: VariableState, frame: Frame, value: jax.Array) -> N
     frame.initialise(var, value)
 
 
-def _eager_replica_update(
-        var: VariableState, method: str, value: Any, ctx: contracts.EagerReplicaContract) -> None:
+def _eager_replica_update(var: VariableState, method: str, value: Any, ctx: contracts.EagerReplicaContract,
+                          agreed: bool = False) -> None:
     device = ctx.device
     v = jax.device_put(jnp.asarray(value), device)
     everyone = ctx.rendezvous.exchange(ctx.local_replica_id, f"{method}:{var.name}", v)
     error: BaseException | None = None
     if ctx.local_replica_id == 0:
         try:
-            _apply_eager(var, method, [np.asarray(x) for x in everyone])
+            _apply_eager(var, method, [np.asarray(x) for x in everyone], agreed)
         except BaseException as e:  # handed to every replica thread
             error = e
     outcome = ctx.rendezvous.exchange(ctx.local_replica_id, f"{method}-done:{var.name}", error)
@@ -339,8 +371,12 @@ def _eager_replica_update(
         raise outcome[0]
 
 
-def _apply_eager(var: VariableState, method: str, values: list[np.ndarray]) -> None:
+def _apply_eager(var: VariableState, method: str, values: list[np.ndarray], agreed: bool = False) -> None:
     n = len(values)
+    if agreed:   # equal on every replica (write_agreed): stored once, not aggregated again
+        new = combine(var, method, jnp.asarray(np.asarray(var._local_components()[0])), values[0])
+        var._value = jax.device_put(new, var._value.sharding)
+        return
     if var._kind == SYNC_ON_READ:
         comps = [np.asarray(c) for c in var._local_components()]
         stacked = np.stack([np.asarray(combine(var, method, jnp.asarray(c), v)) for c, v in zip(comps, values)])
