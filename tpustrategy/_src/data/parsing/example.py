@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.parsing import _example_layout
+from tpustrategy._src.data.parsing import _batch_scan, _example_layout
 from tpustrategy._src.data.parsing.example_proto import Example
 
 _INT64 = np.dtype(np.int64)
@@ -310,8 +310,15 @@ def _parse_var(
 
 def _parse(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
     fast = _example_layout.parse_uniform_batch(batch, specs)
+    if fast is None:
+        fast = _batch_scan.parse_batch(batch, specs)
     if fast is not None:
         return fast
+    return _parse_records(api, batch, specs)
+
+
+def _parse_records(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
+    """Parses each record with protobuf: the reference path, and the one that raises."""
     examples = _decode(api, batch)
     out: dict[str, Any] = {}
     for key, spec in specs.items():
