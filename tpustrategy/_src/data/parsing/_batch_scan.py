@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tpustrategy._src.data.parsing.wire import VARINT_PAD, WireError, read_varints
+from tpustrategy._src.data.parsing.wire import VARINT_PAD, WireError, read_varint, read_varints
 
 _PAD = bytes(max(VARINT_PAD, 160))  # after the data: reads never leave the buffer
 _INT64 = np.dtype(np.int64)
@@ -45,9 +45,12 @@ _LIST_WIRE_TYPES = {1: (2,), 2: (2, 5), 3: (0, 2)}  # packed, or one value per f
 _LE_F32 = np.dtype("<f4")
 _EMPTY = np.zeros(0, dtype=np.int64)
 
-#: Batches smaller than this are parsed record by record (the NumPy steps cost
-#: more than protobuf for a few records).
-MIN_BATCH = 4
+#: Batches smaller than this are walked record by record (the NumPy steps of the
+#: all-at-once walk cost more than they save for a few records).
+MIN_BATCH = 8
+#: Records longer than this on average are walked record by record: joining
+#: them into one buffer would copy more bytes than the walk costs.
+LARGE_RECORD = 16384
 
 
 class _Bail(Exception):
@@ -215,6 +218,10 @@ def _decode_varints(data: np.ndarray, seg_len: np.ndarray, seg_rec: np.ndarray,
 def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | None:
     """Parses ``batch`` (serialized Examples) for ``specs``, or returns None (see module doc).
 
+    A batch of a few records, or of large records (where copying them into one
+    buffer would cost more than walking each in Python), is walked record by
+    record (:func:`_parse_each`); any other batch all at once (:func:`_parse_joined`).
+
     Args:
       batch: serialized Examples (``bytes``).
       specs: name -> FixedLenFeature/VarLenFeature (dtypes already canonical).
@@ -223,15 +230,104 @@ def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | N
       The dict ``parse_example`` returns, or None.
     """
     n = len(batch)
-    if n < MIN_BATCH:
+    if not n:
         return None
     try:
-        return _parse(batch, specs, n)
-    except (_Bail, WireError):
+        if n < MIN_BATCH or sum(map(len, batch)) > LARGE_RECORD * n:
+            return _parse_each(batch, specs, n)
+        return _parse_joined(batch, specs, n)
+    except (_Bail, WireError, IndexError, UnicodeDecodeError):
         return None
 
 
-def _parse(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any] | None:
+def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
+    """The record-by-record walk: Python over each record's fields, NumPy per feature."""
+    index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
+    kinds = [_KIND[spec.dtype] for spec in specs.values()]
+    pieces: list[list[bytes]] = [[] for _ in kinds]
+    piece_rec: list[list[int]] = [[] for _ in kinds]
+    present: list[list[int]] = [[] for _ in kinds]
+    for r, rec in enumerate(batch):
+        end = len(rec)
+        if not end:
+            continue
+        if rec[0] != 0x0A:
+            raise _Bail
+        length, i = _varint(rec, 1)
+        if i + length != end:
+            raise _Bail  # another field after `features`, or a bad length
+        seen = 0
+        while i < end:
+            if rec[i] != 0x0A:
+                raise _Bail
+            length, es = _varint(rec, i + 1)
+            i = es + length
+            klen = rec[es + 1] if es + 1 < i else 0x80
+            ke = es + 2 + klen
+            if i > end or rec[es] != 0x0A or klen >= 0x80 or ke >= i or rec[ke] != 0x12:
+                raise _Bail  # not a canonical map entry
+            key = rec[es + 2 : ke]
+            if not key.isascii():
+                key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
+            length, vs = _varint(rec, ke + 1)
+            if vs + length != i:
+                raise _Bail
+            j = index.get(key)
+            if j is None:
+                continue
+            if seen >> j & 1:
+                raise _Bail  # the key twice: protobuf keeps the last
+            seen |= 1 << j
+            if vs == i:
+                continue  # a Feature with no kind: missing
+            kind = rec[vs] >> 3
+            length, ls = _varint(rec, vs + 1)
+            if rec[vs] & 7 != 2 or ls + length != i:
+                raise _Bail
+            if kind != kinds[j]:
+                raise _Bail  # a kind mismatch (or an unknown field): protobuf's path
+            present[j].append(r)
+            while ls < i:  # the list's fields: each bytes value, or one packed run
+                if rec[ls] != 0x0A:
+                    raise _Bail  # unpacked numbers or unknown fields
+                length, vs = _varint(rec, ls + 1)
+                ls = vs + length
+                if ls > i:
+                    raise _Bail
+                pieces[j].append(rec[vs:ls])
+                piece_rec[j].append(r)
+    out: dict[str, Any] = {}
+    for j, (key, spec) in enumerate(specs.items()):
+        seg_rec = np.array(piece_rec[j], dtype=np.int64)
+        if kinds[j] == 1:
+            values: Any = _object_array(pieces[j])
+            counts = np.bincount(seg_rec, minlength=n).astype(np.int64)
+        else:
+            seg_len = np.fromiter(map(len, pieces[j]), np.int64, len(pieces[j]))
+            data = np.frombuffer(b"".join(pieces[j]), np.uint8)
+            if kinds[j] == 2:
+                if (seg_len % 4).any():
+                    raise _Bail
+                values = data.view(_LE_F32).astype(np.float32)
+                counts = np.bincount(seg_rec, weights=seg_len // 4, minlength=n).astype(np.int64)
+            else:
+                values, counts = _decode_varints(data, seg_len, seg_rec, n)
+        out[key] = _assemble(spec, values, counts, np.array(present[j], dtype=np.int64), n)
+    return out
+
+
+def _varint(rec: bytes, i: int) -> tuple[int, int]:
+    """``wire.read_varint`` with the one-byte case inline; bails past the record's end."""
+    if i >= len(rec):
+        raise _Bail
+    byte = rec[i]
+    if byte < 0x80:
+        return byte, i + 1
+    return read_varint(rec, i)
+
+
+def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
+    """The all-at-once walk over the joined records."""
     joined = b"".join([*batch, _PAD])
     buf = np.frombuffer(joined, np.uint8)
     lens = np.fromiter(map(len, batch), np.int64, n)
