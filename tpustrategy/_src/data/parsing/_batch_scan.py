@@ -64,6 +64,11 @@ class _Bail(Exception):
     """The batch needs protobuf's record-by-record parse."""
 
 
+# What the walks raise on a batch they leave to protobuf (a malformed record's
+# varint, a read past a record's end, a key that is not UTF-8, or _Bail).
+_STEP_ASIDE = (_Bail, WireError, IndexError, UnicodeDecodeError)
+
+
 class Fields(NamedTuple):
     """Fields of a set of messages, ordered by message, then position."""
 
@@ -179,10 +184,9 @@ def _canonical_entries(buf: np.ndarray, es: np.ndarray,
     """
     if not es.size:
         return None
-    klen = buf[es + 1].astype(np.int64)
-    ks = es + 2
-    ke = ks + klen
-    ok = (buf[es] == 0x0A) & (klen < 0x80) & (ke < ee)
+    klen, ks = read_varints(buf, es + 1)
+    ke = ks + klen.astype(np.int64)
+    ok = (buf[es] == 0x0A) & (ke < ee) & (ke >= ks)
     if not ok.all() or (buf[ke] != 0x12).any():
         return None
     vlen, vs = read_varints(buf, ke + 1)
@@ -259,7 +263,7 @@ def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | N
         if n < MIN_BATCH or sum(map(len, batch)) > LARGE_RECORD * n:
             return _parse_each(batch, specs, n)
         return _parse_joined(batch, specs, n)
-    except (_Bail, WireError, IndexError, UnicodeDecodeError):
+    except _STEP_ASIDE:
         return None
 
 
@@ -285,11 +289,13 @@ def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, 
                 raise _Bail
             length, es = _varint(rec, i + 1)
             i = es + length
-            klen = rec[es + 1] if es + 1 < i else 0x80
-            ke = es + 2 + klen
-            if i > end or rec[es] != 0x0A or klen >= 0x80 or ke >= i or rec[ke] != 0x12:
+            if i > end or rec[es] != 0x0A:
+                raise _Bail
+            klen, ks = _varint(rec, es + 1)
+            ke = ks + klen
+            if ke >= i or rec[ke] != 0x12:
                 raise _Bail  # not a canonical map entry
-            key = rec[es + 2 : ke]
+            key = rec[ks:ke]
             if not key.isascii():
                 key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
             length, vs = _varint(rec, ke + 1)
@@ -541,11 +547,13 @@ def _layout(rec: bytes, index: dict[bytes, int],
                 raise _Bail
             length, es = _varint(rec, i + 1)
             i = es + length
-            klen = rec[es + 1] if es + 1 < i else 0x80
-            ke = es + 2 + klen
-            if i > end or rec[es] != 0x0A or klen >= 0x80 or ke >= i or rec[ke] != 0x12:
+            if i > end or rec[es] != 0x0A:
                 raise _Bail
-            key = rec[es + 2 : ke]
+            klen, ks = _varint(rec, es + 1)
+            ke = ks + klen
+            if ke >= i or rec[ke] != 0x12:
+                raise _Bail
+            key = rec[ks:ke]
             if not key.isascii():
                 key.decode("utf-8")
             length, vs = _varint(rec, ke + 1)
@@ -641,7 +649,7 @@ def _merge(spec: Any, parts: list[tuple[np.ndarray, Any]], n: int) -> Any:
             return parts[0][1][0].reshape((n, *shape))
         out = np.empty((n, size), dtype=dtype)
         for rows, got in parts:
-            out[rows] = spec._default.reshape(1, size) if got is None else got[0].reshape(-1, size)
+            out[rows] = spec._default.reshape(1, size) if got is None else got[0].reshape(rows.size, size)
         return out.reshape((n, *shape))
     counts = np.zeros(n, np.int64)
     pieces, piece_rows = [], []
