@@ -50,6 +50,8 @@ _STRING = np.dtype(object)
 _KIND = {_STRING: 1, _FLOAT32: 2, _INT64: 3}  # Feature's field numbers: bytes/float/int64 list
 _LIST_WIRE_TYPES = {1: (2,), 2: (2, 5), 3: (0, 2)}  # packed, or one value per field
 _LE_F32 = np.dtype("<f4")
+_WIDTH_MASK = np.array([(1 << (8 * w)) - 1 for w in range(9)], dtype=np.uint64)  # low w bytes
+_NO_KEY = np.uint64(2**64 - 1)  # not the code of any key of at most 8 bytes and its length
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 #: Batches smaller than this are walked record by record (the NumPy steps of the
@@ -136,22 +138,25 @@ def scan_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     return Fields(msg, num, (tag & np.uint64(7)).astype(np.int64), vs, ve)
 
 
-def _one_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, tag: int) -> Fields | None:
-    """The fields of messages that each are exactly one length-delimited field ``tag``, or None.
+def _single_fields(buf: np.ndarray, starts: np.ndarray,
+                   ends: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """For messages that each hold one length-delimited field (or none): (msg, tag, vs, ve).
 
-    This is the usual shape of an ``Example`` (one ``features`` field); checking
-    it costs fewer steps than :func:`scan_fields`. Empty messages have no field.
+    Returns None unless every non-empty message is exactly one such field with
+    a one-byte tag -- the usual shape of an ``Example`` (one ``features``), a
+    ``Feature`` (one kind) and a numeric list (one packed run). Checking that
+    costs fewer steps than :func:`scan_fields`.
     """
     msg = np.flatnonzero(starts < ends)
     pos, end = (starts, ends) if msg.size == starts.size else (starts[msg], ends[msg])
-    if (buf[pos] != tag).any():
+    tag = buf[pos]
+    if ((tag & 0x87) != 2).any():
         return None
     length, vs = read_varints(buf, pos + 1)
     ve = vs + length.astype(np.int64)
     if (ve != end).any():
         return None
-    num = np.full(msg.size, tag >> 3, np.int64)
-    return Fields(msg, num, np.full(msg.size, tag & 7, np.int64), vs, ve)
+    return msg, tag, vs, ve
 
 
 def _any_field(buf: np.ndarray, pos: np.ndarray,
@@ -200,7 +205,7 @@ def _split_one(n: int, fields: Fields, number: int) -> tuple[np.ndarray, np.ndar
     """(start, end) per message of its only field ``number``; bails on repeats or other fields."""
     if (fields.wt != 2).any() or (fields.num != number).any():
         raise _Bail
-    if fields.msg.size > 1 and (np.diff(fields.msg) == 0).any():
+    if fields.msg.size > 1 and (fields.msg[1:] == fields.msg[:-1]).any():
         raise _Bail
     return fields.vs, fields.ve
 
@@ -212,10 +217,13 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + np.repeat(shift, lengths)
 
 
-def _join(joined: bytes, vs: np.ndarray, ve: np.ndarray) -> np.ndarray:
+def _join(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray) -> np.ndarray:
     """The bytes of all the spans, joined, as uint8."""
-    view = memoryview(joined)
-    return np.frombuffer(b"".join([view[s:e] for s, e in zip(vs.tolist(), ve.tolist())]), np.uint8)
+    lengths = ve - vs
+    if lengths.size and lengths.sum() > 64 * lengths.size:  # long spans: copy each at once
+        view = memoryview(joined)
+        return np.frombuffer(b"".join([view[s:e] for s, e in zip(vs.tolist(), ve.tolist())]), np.uint8)
+    return buf[_ranges(vs, lengths)]
 
 
 def _object_array(values: list[bytes]) -> np.ndarray:
@@ -237,7 +245,9 @@ def _decode_varints(data: np.ndarray, seg_len: np.ndarray, seg_rec: np.ndarray,
         seg_end = np.cumsum(seg_len)
         if not (data[seg_end[seg_len > 0] - 1] < 0x80).all():
             raise _Bail  # a run ends inside a varint
-        per_seg = np.diff(np.searchsorted(last, seg_end), prepend=0)
+        upto = np.searchsorted(last, seg_end)
+        per_seg = upto.copy()
+        per_seg[1:] -= upto[:-1]
     counts = np.bincount(seg_rec, weights=per_seg, minlength=n).astype(np.int64)
     return values.view(np.int64), counts
 
@@ -365,15 +375,19 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
     if by_template is not None:
         return by_template
     # Example: at most one `features` field (several would be merged).
-    top = _one_field(buf, rec_end - lens, rec_end, 0x0A)
-    if top is None:
-        top = scan_fields(buf, rec_end - lens, rec_end)
-    fs, fe = _split_one(n, top, 1)
+    starts = rec_end - lens
+    top = _single_fields(buf, starts, rec_end)
+    if top is not None and (top[1] == 0x0A).all():
+        top_rec, _, fs, fe = top
+    else:
+        general = scan_fields(buf, starts, rec_end)
+        fs, fe = _split_one(n, general, 1)
+        top_rec = general.msg
     # Features: map entries (field 1), each {1: key, 2: value}.
     entries = scan_fields(buf, fs, fe)
     if (entries.wt != 2).any() or (entries.num != 1).any():
         raise _Bail
-    entry_rec = top.msg[entries.msg]
+    entry_rec = top_rec[entries.msg]
     canonical = _canonical_entries(buf, entries.vs, entries.ve)
     if canonical is not None:
         key_s, key_e, value_s, value_e = canonical
@@ -384,66 +398,85 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         _check_utf8_keys(joined, key_s, key_e)
 
     # Match the requested keys; one (record, Feature span) list per key.
+    names = [key.encode("utf-8") for key in specs]
+    short = max(map(len, names)) <= 8
+    if short:  # every requested key fits in 8 bytes: compare keys as integers
+        words = np.ndarray((buf.size - 8, 8), np.uint8, buf, strides=(1, 1))[key_s].view("<u8")
+        codes = words.reshape(-1) & _WIDTH_MASK[np.minimum(key_len, 8)]
+        codes[key_len > 8] = _NO_KEY
     found = []
-    for key in specs:
-        name = np.frombuffer(key.encode("utf-8"), np.uint8)
-        cand = np.flatnonzero(key_len == name.size)
-        if name.size and cand.size:
-            same = buf[key_s[cand][:, None] + np.arange(name.size)] == name
-            cand = cand[same.all(axis=1)]
+    for name in names:
+        if short:
+            code = np.uint64(int.from_bytes(name, "little"))
+            cand = np.flatnonzero((codes == code) & (key_len == len(name)))
+        else:
+            cand = np.flatnonzero(key_len == len(name))
+            if name and cand.size:
+                same = buf[key_s[cand][:, None] + np.arange(len(name))] == np.frombuffer(name, np.uint8)
+                cand = cand[same.all(axis=1)]
         rec = entry_rec[cand]
-        if rec.size > 1 and (np.diff(rec) == 0).any():
+        if rec.size > 1 and (rec[1:] == rec[:-1]).any():
             raise _Bail  # the key twice in one record: the last wins in protobuf
         found.append((rec, value_s[cand], value_e[cand]))
     bounds = np.cumsum([0] + [f[0].size for f in found])
     # Feature messages: one kind field (1 bytes_list, 2 float_list, 3 int64_list) or none.
-    feat = scan_fields(buf, np.concatenate([f[1] for f in found]), np.concatenate([f[2] for f in found]))
-    if (feat.wt != 2).any() or ((feat.num < 1) | (feat.num > 3)).any():
-        raise _Bail
-    if feat.msg.size > 1 and (np.diff(feat.msg) == 0).any():
-        raise _Bail
+    feat_s = np.concatenate([f[1] for f in found])
+    feat_e = np.concatenate([f[2] for f in found])
+    one = _single_fields(buf, feat_s, feat_e)
+    if one is not None:
+        feat_msg, tag, list_vs, list_ve = one
+        if ((tag != 0x0A) & (tag != 0x12) & (tag != 0x1A)).any():
+            raise _Bail
+        feat_num = tag.astype(np.int64) >> 3
+    else:
+        feat = scan_fields(buf, feat_s, feat_e)
+        if (feat.wt != 2).any() or ((feat.num < 1) | (feat.num > 3)).any():
+            raise _Bail
+        if feat.msg.size > 1 and (feat.msg[1:] == feat.msg[:-1]).any():
+            raise _Bail  # two kinds: protobuf keeps the last
+        feat_msg, feat_num, list_vs, list_ve = feat.msg, feat.num, feat.vs, feat.ve
     kind = np.zeros(bounds[-1], np.int64)
-    kind[feat.msg] = feat.num
+    kind[feat_msg] = feat_num
     list_s = np.zeros(bounds[-1], np.int64)
     list_e = np.zeros(bounds[-1], np.int64)
-    list_s[feat.msg], list_e[feat.msg] = feat.vs, feat.ve
-    # The value lists of every requested feature at once.
-    lists = scan_fields(buf, list_s, list_e)
-    if (lists.num != 1).any():
-        raise _Bail
-    cuts = np.searchsorted(lists.msg, bounds)
+    list_s[feat_msg], list_e[feat_msg] = list_vs, list_ve
 
     out: dict[str, Any] = {}
     for j, (key, spec) in enumerate(specs.items()):
         want = _KIND[spec.dtype]
         lo, hi = bounds[j], bounds[j + 1]
         k = kind[lo:hi]
-        if ((k != 0) & (k != want)).any():
-            raise _Bail  # a kind mismatch: protobuf's path raises it
         rec = found[j][0]
-        present = rec[k == want] if (k == 0).any() else rec
-        # Fields of this feature's lists, and the record of each.
-        a, b = cuts[j], cuts[j + 1]
-        wt, vs, ve = lists.wt[a:b], lists.vs[a:b], lists.ve[a:b]
-        seg_rec = rec[lists.msg[a:b] - lo]
-        allowed = _LIST_WIRE_TYPES[want]
-        if len(allowed) == 1:
-            if (wt != allowed[0]).any():
+        ls, le = list_s[lo:hi], list_e[lo:hi]
+        if not (k == want).all():
+            if ((k != 0) & (k != want)).any():
+                raise _Bail  # a kind mismatch: protobuf's path raises it
+            has = k == want
+            rec, ls, le = rec[has], ls[has], le[has]
+        present = rec
+        # The fields of this feature's lists: usually one each (a bytes value or a packed run).
+        one = _single_fields(buf, ls, le)
+        if one is not None and (one[1] == 0x0A).all():
+            seg_msg, _, vs, ve = one
+        else:
+            lists = scan_fields(buf, ls, le)
+            allowed = _LIST_WIRE_TYPES[want]
+            if (lists.num != 1).any() or not np.isin(lists.wt, allowed).all():
                 raise _Bail
-        elif ((wt != allowed[0]) & (wt != allowed[1])).any():
-            raise _Bail
+            seg_msg, vs, ve = lists.msg, lists.vs, lists.ve
+        seg_rec = rec[seg_msg]
         if want == 1:
             values: Any = _object_array([joined[s:e] for s, e in zip(vs.tolist(), ve.tolist())])
-            counts = np.bincount(seg_rec, minlength=n).astype(np.int64)
+            counts = np.bincount(seg_rec, minlength=n)
         elif want == 2:
             seg_len = ve - vs
-            if (seg_len % 4).any():
+            if (seg_len & 3).any():
                 raise _Bail
-            values = _join(joined, vs, ve).view(_LE_F32).astype(np.float32)
-            counts = np.bincount(seg_rec, weights=seg_len // 4, minlength=n).astype(np.int64)
+            values = _join(joined, buf, vs, ve).view(_LE_F32).astype(np.float32)
+            counts = np.bincount(seg_rec, weights=seg_len >> 2, minlength=n).astype(np.int64)
         else:
-            values, counts = _decode_varints(_join(joined, vs, ve), ve - vs, seg_rec, n)
-        out[key] = _assemble(spec, values, counts, present, n)
+            values, counts = _decode_varints(_join(joined, buf, vs, ve), ve - vs, seg_rec, n)
+        out[key] = _assemble(spec, values, counts.astype(np.int64, copy=False), present, n)
     return out
 
 

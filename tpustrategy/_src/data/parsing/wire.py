@@ -117,7 +117,8 @@ def read_packed_varints(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise WireError("a varint longer than 64 bits (more than 10 bytes)")
     padded = np.zeros(size + 8, np.uint8)
     padded[:size] = data
-    words = np.lib.stride_tricks.as_strided(padded, shape=(size, 8), strides=(1, 1))[first]
+    overlapping = np.ndarray((size, 8), np.uint8, padded, strides=(1, 1))  # row i: bytes i..i+7
+    words = overlapping[first]
     x = words.view("<u8").reshape(-1) & _LOW7 & _WIDTH_MASK[widths]
     x = ((x & np.uint64(0x7F007F007F007F00)) >> np.uint64(1)) | (x & np.uint64(0x007F007F007F007F))
     x = ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2)) | (x & np.uint64(0x00003FFF00003FFF))
