@@ -138,6 +138,46 @@ def scan_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     return Fields(msg, num, (tag & np.uint64(7)).astype(np.int64), vs, ve)
 
 
+def _repeated_field(buf: np.ndarray, starts: np.ndarray,
+                    ends: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """For messages made only of field 1, length-delimited (tag ``0x0A``): (msg, vs, ve).
+
+    The shape of ``Features`` (map entries) and ``BytesList`` (values): the
+    same walk as :func:`scan_fields` with the checks done once at the end.
+    Returns None if some field is another one (then :func:`scan_fields` reads them).
+    """
+    msg = np.flatnonzero(starts < ends)
+    pos, end = (starts, ends) if msg.size == starts.size else (starts[msg], ends[msg])
+    steps = []
+    while msg.size:
+        length, vs = read_varints(buf, pos + 1)
+        ve = vs + length.astype(np.int64)
+        steps.append((msg, pos, vs, ve, end))
+        more = ve < end
+        left = np.count_nonzero(more)
+        if left == more.size:
+            pos = ve
+            continue
+        if not left:
+            break
+        at = np.flatnonzero(more)
+        msg, pos, end = msg[at], ve[at], end[at]
+    if not steps:
+        return _EMPTY, _EMPTY, _EMPTY
+    if len(steps) == 1:
+        msg, pos, vs, ve, end = steps[0]
+    else:
+        msg, pos, vs, ve, end = (np.concatenate(c) for c in zip(*steps))
+    if (buf[pos] != 0x0A).any():
+        return None
+    if (ve > end).any() or (ve < vs).any():
+        raise _Bail  # a field runs past its message, or an absurd length
+    if len(steps) > 1:
+        order = np.argsort(msg, kind="stable")
+        msg, vs, ve = msg[order], vs[order], ve[order]
+    return msg, vs, ve
+
+
 def _single_fields(buf: np.ndarray, starts: np.ndarray,
                    ends: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """For messages that each hold one length-delimited field (or none): (msg, tag, vs, ve).
@@ -384,15 +424,19 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         fs, fe = _split_one(n, general, 1)
         top_rec = general.msg
     # Features: map entries (field 1), each {1: key, 2: value}.
-    entries = scan_fields(buf, fs, fe)
-    if (entries.wt != 2).any() or (entries.num != 1).any():
-        raise _Bail
-    entry_rec = top_rec[entries.msg]
-    canonical = _canonical_entries(buf, entries.vs, entries.ve)
+    entries = _repeated_field(buf, fs, fe)
+    if entries is None:
+        general = scan_fields(buf, fs, fe)
+        if (general.wt != 2).any() or (general.num != 1).any():
+            raise _Bail
+        entries = general.msg, general.vs, general.ve
+    entry_msg, entry_s, entry_e = entries
+    entry_rec = top_rec[entry_msg]
+    canonical = _canonical_entries(buf, entry_s, entry_e)
     if canonical is not None:
         key_s, key_e, value_s, value_e = canonical
     else:
-        key_s, key_e, value_s, value_e = _general_entries(buf, entries.vs, entries.ve)
+        key_s, key_e, value_s, value_e = _general_entries(buf, entry_s, entry_e)
     key_len = key_e - key_s
     if key_len.size and (buf[_ranges(key_s, key_len)] >= 0x80).any():
         _check_utf8_keys(joined, key_s, key_e)
@@ -458,6 +502,8 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         one = _single_fields(buf, ls, le)
         if one is not None and (one[1] == 0x0A).all():
             seg_msg, _, vs, ve = one
+        elif want == 1 and (fields := _repeated_field(buf, ls, le)) is not None:
+            seg_msg, vs, ve = fields
         else:
             lists = scan_fields(buf, ls, le)
             allowed = _LIST_WIRE_TYPES[want]
