@@ -81,15 +81,18 @@ def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarr
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 # The low 8w bits set, for a varint of w bytes (w = 0..8); wider ones keep all 64.
 _WIDTH_MASK = np.array([(1 << (8 * w)) - 1 for w in range(8)] + [(1 << 64) - 1] * 3, dtype=np.uint64)
+# Of the two bytes after the first eight: nothing, the 9th's 7 bits, and the 10th's too.
+_HIGH_MASK = np.array([0] * 9 + [0x7F, 0x7F7F], dtype=np.uint64)
 
 
 def read_packed_varints(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every varint of ``data``, a run of whole varints (a packed repeated field).
 
-    Each varint's bytes are read as one little-endian 8-byte word and its
-    7-bit groups are packed together with three shift-and-mask steps (pairs,
-    quads, the whole word); the 9th and 10th bytes of wider varints (negative
-    int64s) are added after.
+    Each varint's first 8 bytes are read as one little-endian word (an
+    unaligned view of the bytes at every offset) and its 7-bit groups are
+    packed together with three shift-and-mask steps (pairs, quads, the whole
+    word); the 9th and 10th bytes of wider varints (negative int64s) are
+    added after.
 
     Args:
       data: ``uint8`` bytes.
@@ -115,21 +118,19 @@ def read_packed_varints(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     widths = last - first + 1
     if widths.max() > 10:
         raise WireError("a varint longer than 64 bits (more than 10 bytes)")
-    padded = np.zeros(size + 8, np.uint8)
+    padded = np.zeros(size + 16, np.uint8)
     padded[:size] = data
-    overlapping = np.ndarray((size, 8), np.uint8, padded, strides=(1, 1))  # row i: bytes i..i+7
-    words = overlapping[first]
-    x = words.view("<u8").reshape(-1) & _LOW7 & _WIDTH_MASK[widths]
+    # Every byte offset as an (unaligned) little-endian 8-byte word: bytes i..i+7.
+    words = np.ndarray((size,), "<u8", padded, strides=(1,))
+    x = words[first] & _LOW7 & _WIDTH_MASK[widths]
     x = ((x & np.uint64(0x7F007F007F007F00)) >> np.uint64(1)) | (x & np.uint64(0x007F007F007F007F))
     x = ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2)) | (x & np.uint64(0x00003FFF00003FFF))
     x = ((x & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4)) | (x & np.uint64(0x000000000FFFFFFF))
-    wide = np.flatnonzero(widths > 8)
-    if wide.size:
-        at = first[wide] + 8
-        x[wide] |= (data[at] & np.uint64(0x7F)).astype(np.uint64) << np.uint64(56)
-        ten = wide[widths[wide] == 10]
-        if ten.size:
-            x[ten] |= (data[first[ten] + 9] & np.uint64(0x7F)).astype(np.uint64) << np.uint64(63)
+    if widths.max() > 8:  # the 9th byte's 7 bits go to 56..62, the 10th byte's lowest to 63
+        high = np.ndarray((size,), "<u8", padded, offset=8, strides=(1,))[first]
+        high &= _HIGH_MASK[widths]
+        x |= (high & np.uint64(0x7F)) << np.uint64(56)
+        x |= (high >> np.uint64(8)) << np.uint64(63)
     return x.astype(np.uint64, copy=False), last
 
 
