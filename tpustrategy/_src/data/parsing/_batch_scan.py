@@ -146,12 +146,33 @@ def _repeated_field(buf: np.ndarray, starts: np.ndarray,
     same walk as :func:`scan_fields` with the checks done once at the end.
     Returns None if some field is another one (then :func:`scan_fields` reads them).
     """
+    fields = _walk_repeated(buf, starts, ends, True)
+    if fields is _LONG_LENGTH:
+        fields = _walk_repeated(buf, starts, ends, False)
+    return fields  # type: ignore[return-value]
+
+
+_LONG_LENGTH = ()  # _walk_repeated's answer when a length needs more than one byte
+
+
+def _walk_repeated(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                   one_byte_lengths: bool) -> tuple[np.ndarray, ...] | None:
+    """:func:`_repeated_field`'s walk; with ``one_byte_lengths`` it reads every length as
+    one byte (short fields, the usual case, in fewer steps) and returns ``_LONG_LENGTH``
+    at the first that is not."""
     msg = np.flatnonzero(starts < ends)
     pos, end = (starts, ends) if msg.size == starts.size else (starts[msg], ends[msg])
     steps = []
     while msg.size:
-        length, vs = read_varints(buf, pos + 1)
-        ve = vs + length.astype(np.int64)
+        if one_byte_lengths:
+            length = buf[pos + 1]
+            if (length & 0x80).any():
+                return _LONG_LENGTH
+            vs = pos + 2
+            ve = vs + length
+        else:
+            length, vs = read_varints(buf, pos + 1)
+            ve = vs + length.astype(np.int64)
         steps.append((msg, pos, vs, ve, end))
         more = ve < end
         left = np.count_nonzero(more)
