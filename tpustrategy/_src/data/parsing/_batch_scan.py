@@ -30,6 +30,7 @@ the errors with their messages.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -338,64 +339,80 @@ def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | N
         return None
 
 
+def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[Any]:
+    """Per requested feature of one record: None (missing) or the list of its field payloads
+    (each bytes value, or each packed run of numbers), found by a Python walk."""
+    found: list[Any] = [None] * len(kinds)
+    end = len(rec)
+    if not end:
+        return found
+    if rec[0] != 0x0A:
+        raise _Bail
+    length, i = _varint(rec, 1)
+    if i + length != end:
+        raise _Bail  # another field after `features`, or a bad length
+    while i < end:
+        if rec[i] != 0x0A:
+            raise _Bail
+        length, es = _varint(rec, i + 1)
+        i = es + length
+        if i > end or rec[es] != 0x0A:
+            raise _Bail
+        klen, ks = _varint(rec, es + 1)
+        ke = ks + klen
+        if ke >= i or rec[ke] != 0x12:
+            raise _Bail  # not a canonical map entry
+        key = rec[ks:ke]
+        if not key.isascii():
+            key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
+        length, vs = _varint(rec, ke + 1)
+        if vs + length != i:
+            raise _Bail
+        j = index.get(key)
+        if j is None:
+            continue
+        if found[j] is not None:
+            raise _Bail  # the key twice: protobuf keeps the last
+        pieces: list[bytes] = []
+        found[j] = pieces
+        if vs == i:
+            found[j] = _NO_KIND  # a Feature with no kind: missing
+            continue
+        kind = rec[vs] >> 3
+        length, ls = _varint(rec, vs + 1)
+        if rec[vs] & 7 != 2 or ls + length != i:
+            raise _Bail
+        if kind != kinds[j]:
+            raise _Bail  # a kind mismatch (or an unknown field): protobuf's path
+        while ls < i:  # the list's fields: each bytes value, or one packed run
+            if rec[ls] != 0x0A:
+                raise _Bail  # unpacked numbers or unknown fields
+            length, vs = _varint(rec, ls + 1)
+            ls = vs + length
+            if ls > i:
+                raise _Bail
+            pieces.append(rec[vs:ls])
+    return [None if f is _NO_KIND else f for f in found]
+
+
+_NO_KIND: list[bytes] = []  # a placeholder: the key was seen, its Feature has no kind
+
+
 def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
     """The record-by-record walk: Python over each record's fields, NumPy per feature."""
     index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
     kinds = [_KIND[spec.dtype] for spec in specs.values()]
+    if n == 1:
+        return _parse_one(batch[0], specs, index, kinds)
     pieces: list[list[bytes]] = [[] for _ in kinds]
     piece_rec: list[list[int]] = [[] for _ in kinds]
     present: list[list[int]] = [[] for _ in kinds]
     for r, rec in enumerate(batch):
-        end = len(rec)
-        if not end:
-            continue
-        if rec[0] != 0x0A:
-            raise _Bail
-        length, i = _varint(rec, 1)
-        if i + length != end:
-            raise _Bail  # another field after `features`, or a bad length
-        seen = 0
-        while i < end:
-            if rec[i] != 0x0A:
-                raise _Bail
-            length, es = _varint(rec, i + 1)
-            i = es + length
-            if i > end or rec[es] != 0x0A:
-                raise _Bail
-            klen, ks = _varint(rec, es + 1)
-            ke = ks + klen
-            if ke >= i or rec[ke] != 0x12:
-                raise _Bail  # not a canonical map entry
-            key = rec[ks:ke]
-            if not key.isascii():
-                key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
-            length, vs = _varint(rec, ke + 1)
-            if vs + length != i:
-                raise _Bail
-            j = index.get(key)
-            if j is None:
-                continue
-            if seen >> j & 1:
-                raise _Bail  # the key twice: protobuf keeps the last
-            seen |= 1 << j
-            if vs == i:
-                continue  # a Feature with no kind: missing
-            kind = rec[vs] >> 3
-            length, ls = _varint(rec, vs + 1)
-            if rec[vs] & 7 != 2 or ls + length != i:
-                raise _Bail
-            if kind != kinds[j]:
-                raise _Bail  # a kind mismatch (or an unknown field): protobuf's path
-            present[j].append(r)
-            while ls < i:  # the list's fields: each bytes value, or one packed run
-                if rec[ls] != 0x0A:
-                    raise _Bail  # unpacked numbers or unknown fields
-                length, vs = _varint(rec, ls + 1)
-                ls = vs + length
-                if ls > i:
-                    raise _Bail
-                pieces[j].append(rec[vs:ls])
-                piece_rec[j].append(r)
+        for j, got in enumerate(_walk_record(rec, index, kinds)):
+            if got is not None:
+                present[j].append(r)
+                pieces[j] += got
+                piece_rec[j] += [r] * len(got)
     out: dict[str, Any] = {}
     for j, (key, spec) in enumerate(specs.items()):
         seg_rec = np.array(piece_rec[j], dtype=np.int64)
@@ -414,6 +431,52 @@ def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, 
                 values, counts = _decode_varints(data, seg_len, seg_rec, n)
         out[key] = _assemble(spec, values, counts, np.array(present[j], dtype=np.int64), n)
     return out
+
+
+def _parse_one(rec: bytes, specs: dict[str, Any], index: dict[bytes, int],
+               kinds: list[int]) -> dict[str, Any]:
+    """One record (a batch of one), with as few array steps as possible."""
+    out: dict[str, Any] = {}
+    for (key, spec), kind, got in zip(specs.items(), kinds, _walk_record(rec, index, kinds)):
+        shape = getattr(spec, "shape", None)
+        if got is None:
+            if shape is None:
+                out[key] = (_object_array([]) if kind == 1 else np.zeros(0, spec.dtype),
+                            np.zeros(1, np.int64))
+                continue
+            if spec._default is None:
+                raise _Bail  # a missing required feature: protobuf's path raises it
+            out[key] = spec._default.reshape((1, *shape)).copy()
+            continue
+        if kind == 1:
+            values: Any = _object_array(got)
+        else:
+            data = got[0] if len(got) == 1 else b"".join(got)
+            if kind == 2:
+                if len(data) % 4:
+                    raise _Bail
+                values = np.frombuffer(data, _LE_F32).astype(np.float32)
+            elif len(data) <= 32:
+                values = np.array(_small_varints(data), dtype=np.int64)
+            else:
+                raise _Bail  # many varints of one record: protobuf's C decoder is quicker
+        if shape is None:
+            out[key] = (values, np.array([values.size], np.int64))
+        elif values.size != math.prod(shape):
+            raise _Bail  # a wrong count: protobuf's path raises it
+        else:
+            out[key] = values.reshape((1, *shape))
+    return out
+
+
+def _small_varints(data: bytes) -> list[int]:
+    """The int64 values of a short run of packed varints (``wire.read_varint`` one by one)."""
+    values = []
+    i, end = 0, len(data)
+    while i < end:
+        value, i = read_varint(data, i, end)
+        values.append(value - (1 << 64) if value >> 63 else value)
+    return values
 
 
 def _varint(rec: bytes, i: int) -> tuple[int, int]:
@@ -739,7 +802,7 @@ def _merge(spec: Any, parts: list[tuple[np.ndarray, Any]], n: int) -> Any:
     shape = getattr(spec, "shape", None)
     dtype = spec.dtype
     if shape is not None:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         for _rows, got in parts:
             if got is None and spec._default is None:
                 raise _Bail  # a missing required feature: protobuf's path raises it
@@ -801,7 +864,7 @@ def _assemble(spec: Any, values: np.ndarray, counts: np.ndarray, present: np.nda
     shape = getattr(spec, "shape", None)
     if shape is None:  # VarLenFeature
         return values, counts
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if (counts[present] != size).any():
         raise _Bail  # a wrong count: protobuf's path raises it
     if present.size == n:

@@ -309,7 +309,9 @@ def _parse_var(
 
 
 def _parse(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
-    fast = _example_layout.parse_uniform_batch(batch, specs)
+    fast = None
+    if len(batch) >= _batch_scan.MIN_BATCH:
+        fast = _example_layout.parse_uniform_batch(batch, specs)
     if fast is None:
         fast = _batch_scan.parse_batch(batch, specs)
     if fast is not None:
