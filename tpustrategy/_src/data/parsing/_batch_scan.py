@@ -1,31 +1,41 @@
-"""Vectorised parsing of a batch of serialized Examples of any layout.
+"""Fast parsing of serialized ``tf.train.Example`` records, without protobuf.
 
-The records are joined into one byte buffer and the protobuf wire format is
-walked for all of them at once, one nesting level at a time
-(``Example`` -> ``Features`` -> map entries -> ``Feature`` -> value lists):
-:func:`scan_fields` reads the i-th field of every message of a level in one
-step (NumPy gathers; the varints through :func:`.wire.read_varints`), so the
-Python work grows with the number of fields in one message, not with the
-number of records. Requested keys are matched by comparing key bytes as
-arrays; then
+:func:`parse_batch` takes one of three ways, all giving exactly what the
+record-by-record protobuf parse (``example._parse_records``) gives:
 
-* a ``bytes_list`` value becomes a Python ``bytes`` (one slice of the joined
-  buffer per value);
-* a ``float_list`` is its payload bytes, joined and viewed as little-endian
-  float32;
-* an ``int64_list`` is its payload bytes, joined and decoded as varints in one
-  pass (continuation bits -> value boundaries -> shifted 7-bit groups summed);
+* **Layout templates** (most batches): the records are joined into one byte
+  buffer; the first record is walked in Python (:func:`_layout`) to learn
+  which of its bytes are structure (tags, lengths, keys) and where the
+  requested values lie. Every record of its length whose structure bytes are
+  the same (one gather and compare for the batch; for int64 values, also the
+  same varint widths) has its values at the same offsets: bytes values are
+  sliced, numbers gathered as one ``(records, bytes)`` block. Records of
+  another layout (a label needing a second varint byte, say) get the next
+  template. Layouts are cached by record length across batches.
+* **The field walk** (batches of many layouts, such as VarLen lists): the
+  wire format is walked for all records at once, one nesting level at a time
+  (``Example`` -> ``Features`` -> map entries -> ``Feature`` -> value lists);
+  each step reads the next field of every message with NumPy gathers (varints
+  through :mod:`.wire`), so the Python work grows with the number of fields
+  in one message, not with the number of records. Requested keys are matched
+  as integers (keys up to 8 bytes) or byte rows.
+* **Record by record in Python** (a batch of fewer than ``MIN_BATCH`` records,
+  or of records over ``LARGE_RECORD`` bytes, which would cost more to join
+  than to walk): :func:`_walk_record`.
 
-and the values of each feature are split by record with per-record counts.
-Unrequested features' values are not looked at (as TensorFlow's parser).
+Bytes values come out as Python ``bytes``; float lists as their payload bytes
+viewed as little-endian float32; int64 lists decoded by
+:func:`.wire.read_packed_varints`. The values of unrequested features are not
+looked at (as in TensorFlow's parser).
 
-Whatever this module does not decode exactly as protobuf does -- a repeated
-``features`` field or map-entry field (protobuf merges them), a key requested
-twice in one record (the last wins), unknown fields, a ``Feature`` with two
-kinds, a malformed record, a kind or count the request rejects, a missing
-required feature -- makes :func:`parse_batch` return None, and the caller
-parses record by record with protobuf, which gives the same results and raises
-the errors with their messages.
+Whatever these ways do not decode exactly as protobuf does -- a repeated
+``features`` field or map-entry field (protobuf merges them), a key twice in
+one record (the last wins), unknown fields, unpacked number lists (on the
+template and record ways), a ``Feature`` with two kinds, a malformed record, a
+kind or count the request rejects, a missing required feature -- makes
+:func:`parse_batch` return None, and the caller parses record by record with
+protobuf, which gives the same results and raises the errors with their
+messages.
 """
 
 from __future__ import annotations

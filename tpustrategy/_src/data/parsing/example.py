@@ -10,12 +10,16 @@ features)`` follow ``tf.io.parse_example`` semantics with NumPy results:
 * ``VarLenFeature(dtype)``: a 1-D array of one example's values; for a batch
   the pair ``(values, row_lengths)``.
 
-Two ways to the same result: when every serialized example in a batch has the
-same length and the same bytes outside the requested numeric payloads (the
+Three ways to the same result: when every serialized example in a batch has
+the same length and the same bytes outside the requested numeric payloads (the
 usual case for fixed-size numeric features), the batch is decoded with a few
-NumPy operations over one byte matrix (:mod:`._example_layout`); otherwise
-each example is parsed by protobuf. Both give identical results; the second
-also produces every error message.
+NumPy operations over one byte matrix (:mod:`._example_layout`); any other
+batch of well-formed records -- bytes features, VarLen lists, mixed layouts --
+by the vectorised wire-format walks of :mod:`._batch_scan`; and whatever those
+step aside from (malformed records, kind or count mismatches, missing
+required features, protobuf's merge rules) is parsed record by record by
+protobuf (``_parse_records``), which also produces every error message. All
+give identical results.
 """
 
 from __future__ import annotations
