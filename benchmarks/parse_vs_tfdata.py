@@ -8,10 +8,12 @@ which side goes first, so both see the same machine load; each round times
 ``--reps`` parses of every batch on each side. The TensorFlow side calls a
 ``tf.function`` (graph mode: no eager dispatch per call) and leaves the results
 as tensors; our side returns NumPy arrays (object arrays of ``bytes`` for
-strings). Rates are records/s; ratio = ours / TensorFlow's (the median of the
-per-round ratios, with min..max). Run it on one core for the per-core rate:
+strings). Each side's time is its process's CPU time (``time.process_time``),
+so other load on the machine counts less. Rates are records/s; the paired ratio
+is the median of the per-round ratios ours / TensorFlow's. Run it on one core
+for the per-core rate (the TensorFlow subprocess inherits the core):
 
-  taskset -c 0 python benchmarks/parse_vs_tfdata.py --tf-python /path/to/tf/python
+  taskset -c 0 python benchmarks/parse_vs_tfdata.py --tf-python /path/to/tf/python [--quick] [--json PATH]
 
 Cases (batch of 256 records unless said):
   image_3kb     a 3,072-byte bytes feature + an int64 label (FixedLen [] each)
@@ -24,7 +26,6 @@ Cases (batch of 256 records unless said):
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -53,6 +54,8 @@ def _worker() -> None:
     """The TensorFlow side: reads ``{"case", "reps"}`` lines, answers ``{"seconds"}``."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # one traced function per case: no retracing warnings
 
     data = np.load(sys.argv[2], allow_pickle=True)
     fns = {}
@@ -118,17 +121,26 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _worker()
         return
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tf-python", required=True, help="a Python with TensorFlow 2.21")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=float, default=0.3, help="target time per side per round")
-    ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--json", help="write the rows here")
-    args = ap.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    sys.path.insert(0, os.path.join(here, ".."))
+    import _common
+
+    p = _common.parser(__doc__.split("\n")[0])
+    p.add_argument("--tf-python", default=os.environ.get("TPS_BENCH_TF_PYTHON"),
+                   help="a Python with TensorFlow 2.21 (e.g. .venv-tf/bin/python)")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--seconds", type=float, default=0.25, help="target CPU time per side per round")
+    p.add_argument("--cases", default=",".join(CASES))
+    args = p.parse_args()
     cases = args.cases.split(",")
+    names = [f"parse_example {case} vs tf.io.parse_example" for case in cases]
+    if not args.tf_python or not os.path.exists(args.tf_python):
+        _common.skip_all(names, "no TensorFlow: pass --tf-python PATH (make bench creates .venv-tf)", args.json)
+    rounds, seconds = (2, 0.05) if args.quick else (args.rounds, args.seconds)
     rng = np.random.default_rng(0)
     batches = {case: make_records(case, rng) for case in CASES}
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "records.npz")
         np.savez(path, **{c: np.array(b, dtype=object) for c, b in batches.items()})
@@ -142,15 +154,14 @@ def main() -> None:
                 proc.stdin.flush()
                 return json.loads(proc.stdout.readline())["seconds"]
 
-            rows = []
-            for case in cases:
+            for name, case in zip(names, cases):
                 parse, batch = our_parser(case), batches[case]
                 parse(batch)
                 t0 = time.process_time()
                 parse(batch)
-                reps = max(1, int(args.seconds / max(time.process_time() - t0, 1e-6)))
-                ours, theirs, ratios = [], [], []
-                for r in range(args.rounds):
+                reps = max(1, int(seconds / max(time.process_time() - t0, 1e-6)))
+                ours, theirs = [], []
+                for r in range(rounds):
                     def mine() -> float:
                         start = time.process_time()
                         for _ in range(reps):
@@ -160,26 +171,17 @@ def main() -> None:
                         t_tf, t_us = tf_time(case, reps), mine()
                     else:
                         t_us, t_tf = mine(), tf_time(case, reps)
-                    n = reps * len(batch)
-                    ours.append(n / t_us)
-                    theirs.append(n / t_tf)
-                    ratios.append(t_tf / t_us)
+                    ours.append(reps * len(batch) / t_us)
+                    theirs.append(reps * len(batch) / t_tf)
                 size = statistics.mean(map(len, batch))
-                row = {"case": case, "record_bytes": round(size), "batch": len(batch),
-                       "ours_per_s": statistics.median(ours), "tf_per_s": statistics.median(theirs),
-                       "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
-                rows.append(row)
-                print(f"{case:14s} {row['record_bytes']:7d} B  ours {row['ours_per_s']:11,.0f}/s  "
-                      f"tf {row['tf_per_s']:11,.0f}/s  ratio {row['ratio']:.2f}x "
-                      f"({row['ratio_min']:.2f}..{row['ratio_max']:.2f})", flush=True)
+                rows.append(_common.row(name, ours, theirs, "records/s (CPU time)", higher_is_better=True,
+                                        note=f"{size:,.0f} B records, batch {len(batch)}"))
         finally:
             if proc.stdin:
                 proc.stdin.write(json.dumps({"case": "quit"}) + "\n")
                 proc.stdin.close()
             proc.wait(timeout=60)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    _common.finish(rows, args.json)
 
 
 if __name__ == "__main__":
