@@ -81,7 +81,11 @@ def _worker() -> None:
 
 
 def make_records(case: str, rng: np.random.Generator) -> list[bytes]:
-    from tpustrategy._src.data.parsing.example_proto import bytes_feature, int64_feature, make_example
+    from tpustrategy._src.data.parsing.example_proto import (
+        bytes_feature,
+        int64_feature,
+        make_example,
+    )
 
     def ser(feats: dict) -> bytes:
         return make_example(feats).SerializeToString()
@@ -115,6 +119,13 @@ def our_parser(case: str):
     for key, (kind, how, shape) in SPECS[case].items():
         spec[key] = tpsd.FixedLenFeature(shape, kind) if how == "fixed" else tpsd.VarLenFeature(kind)
     return lambda batch: tpsd.parse_example(batch, spec)
+
+
+def _cpu_time(parse, batch: list[bytes], reps: int) -> float:
+    start = time.process_time()
+    for _ in range(reps):
+        parse(batch)
+    return time.process_time() - start
 
 
 def main() -> None:
@@ -162,15 +173,10 @@ def main() -> None:
                 reps = max(1, int(seconds / max(time.process_time() - t0, 1e-6)))
                 ours, theirs = [], []
                 for r in range(rounds):
-                    def mine() -> float:
-                        start = time.process_time()
-                        for _ in range(reps):
-                            parse(batch)
-                        return time.process_time() - start
                     if r % 2:
-                        t_tf, t_us = tf_time(case, reps), mine()
+                        t_tf, t_us = tf_time(case, reps), _cpu_time(parse, batch, reps)
                     else:
-                        t_us, t_tf = mine(), tf_time(case, reps)
+                        t_us, t_tf = _cpu_time(parse, batch, reps), tf_time(case, reps)
                     ours.append(reps * len(batch) / t_us)
                     theirs.append(reps * len(batch) / t_tf)
                 size = statistics.mean(map(len, batch))
