@@ -40,12 +40,15 @@ messages.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from tpustrategy._src.data.parsing._example_layout import _decode_varints as _decode_fixed_varints
+from tpustrategy._src.data.parsing.example_proto import BytesList
 from tpustrategy._src.data.parsing.wire import (
     VARINT_PAD,
     WireError,
@@ -149,25 +152,27 @@ def scan_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     return Fields(msg, num, (tag & np.uint64(7)).astype(np.int64), vs, ve)
 
 
-def _repeated_field(buf: np.ndarray, starts: np.ndarray,
-                    ends: np.ndarray) -> tuple[np.ndarray, ...] | None:
+def _repeated_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    max_steps: int | None = None) -> tuple[np.ndarray, ...] | None:
     """For messages made only of field 1, length-delimited (tag ``0x0A``): (msg, vs, ve).
 
     The shape of ``Features`` (map entries) and ``BytesList`` (values): the
     same walk as :func:`scan_fields` with the checks done once at the end.
-    Returns None if some field is another one (then :func:`scan_fields` reads them).
+    Returns None if some field is another one (then :func:`scan_fields` reads them),
+    and ``TOO_MANY_STEPS`` if a message has more than ``max_steps`` fields.
     """
-    fields = _walk_repeated(buf, starts, ends, True)
+    fields = _walk_repeated(buf, starts, ends, True, max_steps)
     if fields is _LONG_LENGTH:
-        fields = _walk_repeated(buf, starts, ends, False)
+        fields = _walk_repeated(buf, starts, ends, False, max_steps)
     return fields  # type: ignore[return-value]
 
 
 _LONG_LENGTH = ()  # _walk_repeated's answer when a length needs more than one byte
+TOO_MANY_STEPS = ((),)  # _repeated_field's answer when the walk would take too many steps
 
 
 def _walk_repeated(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                   one_byte_lengths: bool) -> tuple[np.ndarray, ...] | None:
+                   one_byte_lengths: bool, max_steps: int | None) -> tuple[np.ndarray, ...] | None:
     """:func:`_repeated_field`'s walk; with ``one_byte_lengths`` it reads every length as
     one byte (short fields, the usual case, in fewer steps) and returns ``_LONG_LENGTH``
     at the first that is not."""
@@ -175,6 +180,8 @@ def _walk_repeated(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     pos, end = (starts, ends) if msg.size == starts.size else (starts[msg], ends[msg])
     steps = []
     while msg.size:
+        if max_steps is not None and len(steps) == max_steps:
+            return TOO_MANY_STEPS
         if one_byte_lengths:
             length = buf[pos + 1]
             if (length & 0x80).any():
@@ -596,7 +603,11 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         one = _single_fields(buf, ls, le)
         if one is not None and (one[1] == 0x0A).all():
             seg_msg, _, vs, ve = one
-        elif want == 1 and (fields := _repeated_field(buf, ls, le)) is not None:
+        elif want == 1 and (fields := _repeated_field(buf, ls, le, max(4, ls.size >> 4))) is not None:
+            if fields is TOO_MANY_STEPS:  # long lists: protobuf's C parser per list is quicker
+                values, counts = _bytes_lists(joined, ls, le, rec, n)
+                out[key] = _assemble(spec, values, counts, present, n)
+                continue
             seg_msg, vs, ve = fields
         else:
             lists = scan_fields(buf, ls, le)
@@ -838,6 +849,20 @@ def _merge(spec: Any, parts: list[tuple[np.ndarray, Any]], n: int) -> Any:
         return pieces[0], counts
     order = np.argsort(np.concatenate(piece_rows), kind="stable")
     return np.concatenate(pieces)[order], counts
+
+
+def _bytes_lists(joined: bytes, ls: np.ndarray, le: np.ndarray, rec: np.ndarray,
+                 n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``), parsed by
+    protobuf one list at a time, and their count per record."""
+    parse = BytesList.FromString
+    try:
+        rows = [parse(joined[s:e]).value for s, e in zip(ls.tolist(), le.tolist())]
+    except DecodeError:
+        raise _Bail from None
+    counts = np.zeros(n, np.int64)
+    counts[rec] = np.fromiter(map(len, rows), np.int64, len(rows))
+    return _object_array(list(itertools.chain.from_iterable(rows))), counts
 
 
 def _general_entries(buf: np.ndarray, es: np.ndarray, ee: np.ndarray) -> tuple[np.ndarray, ...]:
