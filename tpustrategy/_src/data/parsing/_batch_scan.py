@@ -603,7 +603,7 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         one = _single_fields(buf, ls, le)
         if one is not None and (one[1] == 0x0A).all():
             seg_msg, _, vs, ve = one
-        elif want == 1 and (fields := _repeated_field(buf, ls, le, max(4, ls.size >> 4))) is not None:
+        elif want == 1 and (fields := _repeated_field(buf, ls, le, 4)) is not None:
             if fields is TOO_MANY_STEPS:  # long lists: protobuf's C parser per list is quicker
                 values, counts = _bytes_lists(joined, ls, le, rec, n)
                 out[key] = _assemble(spec, values, counts, present, n)
