@@ -164,11 +164,13 @@ def _repeated_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     fields = _walk_repeated(buf, starts, ends, True, max_steps)
     if fields is _LONG_LENGTH:
         fields = _walk_repeated(buf, starts, ends, False, max_steps)
-    return fields  # type: ignore[return-value]
+    return fields
 
 
-_LONG_LENGTH = ()  # _walk_repeated's answer when a length needs more than one byte
-TOO_MANY_STEPS = ((),)  # _repeated_field's answer when the walk would take too many steps
+# _walk_repeated's answer when a length needs more than one byte, and _repeated_field's
+# when the walk would take too many steps (distinct objects, compared by identity).
+_LONG_LENGTH: tuple[np.ndarray, ...] = (np.zeros(0, np.int64),)
+TOO_MANY_STEPS: tuple[np.ndarray, ...] = (np.zeros(0, np.int64),)
 
 
 def _walk_repeated(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -178,7 +180,7 @@ def _walk_repeated(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     at the first that is not."""
     msg = np.flatnonzero(starts < ends)
     pos, end = (starts, ends) if msg.size == starts.size else (starts[msg], ends[msg])
-    steps = []
+    steps: list[tuple[np.ndarray, ...]] = []
     while msg.size:
         if max_steps is not None and len(steps) == max_steps:
             return TOO_MANY_STEPS
@@ -293,7 +295,8 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The positions ``starts[i] + 0 .. lengths[i] - 1`` for all i, concatenated."""
     total = int(lengths.sum())
     shift = starts - (np.cumsum(lengths) - lengths)
-    return np.arange(total, dtype=np.int64) + np.repeat(shift, lengths)
+    out: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(shift, lengths)
+    return out
 
 
 def _join(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray) -> np.ndarray:
@@ -302,7 +305,8 @@ def _join(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray) -> np.
     if lengths.size and lengths.sum() > 64 * lengths.size:  # long spans: copy each at once
         view = memoryview(joined)
         return np.frombuffer(b"".join([view[s:e] for s, e in zip(vs.tolist(), ve.tolist())]), np.uint8)
-    return buf[_ranges(vs, lengths)]
+    out: np.ndarray = buf[_ranges(vs, lengths)]
+    return out
 
 
 def _object_array(values: list[bytes]) -> np.ndarray:
@@ -605,8 +609,8 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
             seg_msg, _, vs, ve = one
         elif want == 1 and (fields := _repeated_field(buf, ls, le, 4)) is not None:
             if fields is TOO_MANY_STEPS:  # long lists: protobuf's C parser per list is quicker
-                values, counts = _bytes_lists(joined, ls, le, rec, n)
-                out[key] = _assemble(spec, values, counts, present, n)
+                strings, counts = _bytes_lists(joined, ls, le, rec, n)
+                out[key] = _assemble(spec, strings, counts, present, n)
                 continue
             seg_msg, vs, ve = fields
         else:
@@ -652,7 +656,7 @@ def _parse_by_templates(batch: list[bytes], specs: dict[str, Any], n: int, joine
     kinds = [_KIND[spec.dtype] for spec in specs.values()]
     request = tuple(zip(specs, kinds))
     left = np.arange(n)
-    groups = []
+    groups: list[tuple[np.ndarray, list[Any]]] = []
     while left.size:
         if len(groups) == MAX_TEMPLATES:
             return None
@@ -674,6 +678,7 @@ def _parse_by_templates(batch: list[bytes], specs: dict[str, Any], n: int, joine
                 _TEMPLATES.clear()
             _TEMPLATES[cache_key] = template
             rows = _matching(buf, starts, same, template[0])
+        assert template is not None
         groups.append((rows, _read_group(joined, buf, starts[rows], template[1], kinds)))
         if rows.size == left.size:
             break
@@ -702,7 +707,8 @@ def _matching(buf: np.ndarray, starts: np.ndarray, same: np.ndarray,
     ok = (buf[base[:, None] + cols] == expect).all(axis=1)
     if cont_cols.size:
         ok &= ((buf[base[:, None] + cont_cols] >= 0x80) == cont_expect).all(axis=1)
-    return same[ok]
+    rows: np.ndarray = same[ok]
+    return rows
 
 
 def _layout(rec: bytes, index: dict[bytes, int],
