@@ -862,8 +862,9 @@ def _bytes_lists(joined: bytes, ls: np.ndarray, le: np.ndarray, rec: np.ndarray,
     """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``), parsed by
     protobuf one list at a time, and their count per record."""
     parse = BytesList.FromString
+    view = memoryview(joined)
     try:
-        rows = [parse(joined[s:e]).value for s, e in zip(ls.tolist(), le.tolist())]
+        rows = [parse(view[s:e]).value for s, e in zip(ls.tolist(), le.tolist())]
     except DecodeError:
         raise _Bail from None
     counts = np.zeros(n, np.int64)
