@@ -10,12 +10,16 @@ features)`` follow ``tf.io.parse_example`` semantics with NumPy results:
 * ``VarLenFeature(dtype)``: a 1-D array of one example's values; for a batch
   the pair ``(values, row_lengths)``.
 
-Two ways to the same result: when every serialized example in a batch has the
-same length and the same bytes outside the requested numeric payloads (the
+Three ways to the same result: when every serialized example in a batch has
+the same length and the same bytes outside the requested numeric payloads (the
 usual case for fixed-size numeric features), the batch is decoded with a few
-NumPy operations over one byte matrix (:mod:`._example_layout`); otherwise
-each example is parsed by protobuf. Both give identical results; the second
-also produces every error message.
+NumPy operations over one byte matrix (:mod:`._example_layout`); any other
+batch of well-formed records -- bytes features, VarLen lists, mixed layouts --
+by the vectorised wire-format walks of :mod:`._batch_scan`; and whatever those
+step aside from (malformed records, kind or count mismatches, missing
+required features, protobuf's merge rules) is parsed record by record by
+protobuf (``_parse_records``), which also produces every error message. All
+give identical results.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.parsing import _example_layout
+from tpustrategy._src.data.parsing import _batch_scan, _example_layout
 from tpustrategy._src.data.parsing.example_proto import Example
 
 _INT64 = np.dtype(np.int64)
@@ -309,9 +313,18 @@ def _parse_var(
 
 
 def _parse(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
-    fast = _example_layout.parse_uniform_batch(batch, specs)
+    fast = None
+    if len(batch) >= _batch_scan.MIN_BATCH:
+        fast = _example_layout.parse_uniform_batch(batch, specs)
+    if fast is None:
+        fast = _batch_scan.parse_batch(batch, specs)
     if fast is not None:
         return fast
+    return _parse_records(api, batch, specs)
+
+
+def _parse_records(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
+    """Parses each record with protobuf: the reference path, and the one that raises."""
     examples = _decode(api, batch)
     out: dict[str, Any] = {}
     for key, spec in specs.items():
