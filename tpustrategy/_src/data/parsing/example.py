@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tpustrategy._src.data.core.string_scalar import StringScalar
 from tpustrategy._src.data.parsing import _batch_scan, _example_layout
 from tpustrategy._src.data.parsing.example_proto import Example
 
@@ -377,7 +378,9 @@ def parse_single_example(
 
     Returns:
       A dict: a FixedLen feature gives an array of its ``shape`` (a NumPy scalar
-      array for shape ``[]``); a VarLen feature a 1-D array of its values.
+      array for shape ``[]``, and for a scalar string ``bytes`` — a
+      ``StringScalar``, which also answers ``shape`` / ``dtype`` / ``numpy()`` as a
+      0-d string tensor does); a VarLen feature a 1-D array of its values.
 
     Raises:
       ValueError: as :func:`parse_example`.
@@ -394,4 +397,14 @@ def parse_single_example(
             f"{type(serialized).__name__}.\nFix: use parse_example for a batch."
         )
     parsed = _parse(api, [serialized], specs)
-    return {k: (v[0] if isinstance(v, tuple) else v[0, ...]) for k, v in parsed.items()}
+    return {k: _one(v) for k, v in parsed.items()}
+
+
+def _one(batched: Any) -> Any:
+    """The one example's value of a batch of one: a VarLen ``(values, lengths)`` pair's values; a
+    scalar string as ``bytes``; else the array without its batch axis."""
+    if isinstance(batched, tuple):
+        return batched[0]
+    if batched.ndim == 1 and batched.dtype == object:
+        return StringScalar(batched[0])
+    return batched[0, ...]
