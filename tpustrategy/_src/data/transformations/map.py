@@ -2,15 +2,29 @@
 
 ``fn`` receives a tuple element unpacked as positional arguments (as in
 ``tf.data``); a list it returns becomes a tuple. With ``num_parallel_calls``
-the elements are mapped by worker threads in chunks (one hand-off per chunk,
-the chunk sized so that mapping it takes about a millisecond) and delivered
-in input order. Threads help when ``fn`` releases the GIL (NumPy, I/O,
-parsing in C); ``deterministic=False`` is accepted and keeps the order too,
-which is always a valid order.
+the elements are mapped in chunks (one hand-off per chunk) and delivered in
+input order, by one of two backends:
+
+* worker threads (``parallel.threads``): right when ``fn`` is cheap or
+  releases the GIL (I/O, NumPy on big arrays, parsing in C);
+* worker processes (``parallel.processes``): for Python/NumPy work, which
+  threads cannot run on more than one core. A parallel map starts on threads
+  and measures ``fn``'s CPU time per element; at `PROCESS_MIN_ELEM_S` or more
+  (and with at least 2 workers and 2 CPUs) it moves the rest of the stream to
+  a pool of processes, if ``fn`` can be sent to one (`processes.pickle_task`);
+  otherwise it stays on threads and warns once, saying why.
+  ``Options().threading.experimental_worker_processes`` = True uses processes
+  from the first element, False never.
+
+Both backends checkpoint the same way: the input's state before the chunk
+being consumed plus the offset into it; chunks in flight are recomputed after
+a restore. ``deterministic=False`` is accepted and keeps the order too, which
+is always a valid order (and keeps checkpoints exact).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
@@ -24,13 +38,16 @@ from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.core.string_scalar import StringScalar
 from tpustrategy._src.data.core.structure import common_spec, spec_of_element
+from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.parallel.threads import (
     ElementError,
     FailedChunk,
     WorkerOwner,
+    cpu_count,
     resolve_parallelism,
     shutdown_workers,
     start_thread,
+    stop_workers,
     take_from_chunk,
 )
 from tpustrategy._src.data.transformations.dummy_element import dummy_element
@@ -149,10 +166,44 @@ class MapDataset(Dataset):
         workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map", options=ctx.options)
         if workers is None:
             return _MapIterator(it, self.fn)
-        out = ParallelMapIterator(it, self.fn, workers)
+        threading_opts = ctx.options.threading
+        want = threading_opts.experimental_worker_processes
+        if want is False:
+            mode = "off"
+        elif want is True:
+            mode = "on"
+        else:
+            mode = "auto" if workers >= 2 and cpu_count() >= 2 else "off"
+        out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
+                                  threading_opts.max_intra_op_parallelism, self._warn_threads)
         if ctx.options.experimental_warm_start:
             out._start()
         return out
+
+    _task: tuple[bytes | None, str] | None = None
+    _warned = False
+
+    def _worker_task(self) -> bytes | None:
+        """``fn`` pickled for worker processes (once per dataset), or None after one warning saying why."""
+        if self._task is None:
+            self._task = processes.pickle_task(functools.partial(call_map_fn, self.fn), self.fn)
+        payload, why = self._task
+        if payload is None:
+            self._warn_threads(why)
+        return payload
+
+    def _warn_threads(self, why: str) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        warnings.warn(
+            f"Dataset.map: the map function {name!r} runs in threads of this process, not in worker "
+            f"processes, because {why}. Threads share one interpreter lock: Python/NumPy work in it will not "
+            "scale with cores.\nFix: define the function at module level, or as a closure over plain values "
+            "(numbers, strings, arrays, containers of them), without JAX calls; or set "
+            "Options().threading.experimental_worker_processes = False to choose threads and silence this "
+            "warning.", processes.ThreadFallbackWarning, stacklevel=2)
 
 
 class _MapIterator(RestAfterError, NodeIterator):
@@ -197,10 +248,15 @@ class _MapIterator(RestAfterError, NodeIterator):
         self._it.close()
 
 
-class _MapShared:
-    """State shared by a `ParallelMapIterator` and its workers."""
+PROCESS_MIN_ELEM_S = 20e-6  # CPU time per element from which worker processes pay off
+_PROBE_MIN_ELEMS = 8
+_PROBE_MIN_S = 0.002
 
-    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int):
+
+class _MapShared:
+    """State shared by a `ParallelMapIterator` and its worker threads."""
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False):
         self.cond = threading.Condition()
         self.input_lock = threading.Lock()
         self.it, self.fn = it, fn
@@ -212,6 +268,32 @@ class _MapShared:
         self.stop = False
         self.chunk = 1
         self.threads: list[threading.Thread] = []
+        # Measuring fn (CPU time, not wall time: waiting for the GIL is not fn's cost) to choose processes.
+        self.probe = probe
+        self.probe_warm = True
+        self.probe_n = 0
+        self.probe_t = 0.0
+        self.switch = False  # the workers stopped reading: the rest of the stream goes to processes
+        self.per_elem = 0.0
+
+
+def _probe(sh: _MapShared, n: int, cpu: float) -> None:
+    """Adds a chunk's CPU time to the measurement; asks for processes when ``fn`` is costly enough."""
+    with sh.cond:
+        if not sh.probe:
+            return
+        if sh.probe_warm:  # the first call pays for imports and caches
+            sh.probe_warm = False
+            return
+        sh.probe_n += n
+        sh.probe_t += cpu
+        if sh.probe_n >= _PROBE_MIN_ELEMS or sh.probe_t >= _PROBE_MIN_S:
+            sh.probe = False
+            sh.per_elem = sh.probe_t / max(1, sh.probe_n)
+            if sh.per_elem >= PROCESS_MIN_ELEM_S:
+                sh.switch = True
+                sh.input_done = True  # no further reads; the consumer hands over once these chunks are taken
+                sh.cond.notify_all()
 
 
 def _map_worker(sh: _MapShared) -> None:
@@ -251,6 +333,7 @@ def _map_worker(sh: _MapShared) -> None:
         err: BaseException | None = None
         fn = sh.fn
         t0 = time.perf_counter()
+        c0 = time.thread_time() if sh.probe else 0.0
         failed = False
         for x in elems:
             try:
@@ -265,6 +348,8 @@ def _map_worker(sh: _MapShared) -> None:
             outs = FailedChunk(outs)
         per_elem = (time.perf_counter() - t0) / max(1, len(outs))
         sh.chunk = int(min(1024, max(1, 0.001 / max(per_elem, 1e-7))))
+        if sh.probe and outs:
+            _probe(sh, len(outs), time.thread_time() - c0)
         with sh.cond:
             sh.results[cid] = (state, outs, err)
             if err is not None or not elems:
@@ -275,21 +360,43 @@ def _map_worker(sh: _MapShared) -> None:
 
 
 class ParallelMapIterator(WorkerOwner, NodeIterator):
-    """Maps chunks of elements in ``workers`` threads, delivering them in order."""
+    """Maps chunks of elements in ``workers`` threads or processes, delivering them in order.
 
-    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int):
+    Args:
+      it: the input iterator (owned).
+      fn: the map function.
+      workers: the number of workers.
+      mode: "off" (threads), "on" (processes from the start) or "auto"
+        (threads, moving to processes when ``fn`` is measured to be costly).
+      task: returns ``fn`` pickled for the workers, or None (after warning).
+      intra_op: threads NumPy/BLAS may use inside one worker process.
+      warn: warns (once per dataset) that ``fn`` stays on threads, and why.
+    """
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
+                 task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
+                 warn: Callable[[str], None] | None = None):
         self._it, self._fn, self._workers = it, fn, workers
+        self._mode = mode if task is not None else "off"
+        self._task, self._intra_op, self._warn = task, intra_op, warn
         self._sh: _MapShared | None = None
         self._finalizer: Any = None
+        self._runner: processes.ProcessMapRunner | None = None
+        self._pool_finalizer: Any = None
         self._take_id = 0
         self._chunk: list[Any] = []
         self._pos = 0
         self._chunk_state: Any = None
         self._done = False
 
-    def _start(self) -> _MapShared:
-        sh = _MapShared(self._it, self._fn, self._workers)
+    def _start(self) -> None:
         self._chunk_state = self._it.get_state()
+        if self._mode == "on" and self._start_processes(1):
+            return
+        self._start_threads()
+
+    def _start_threads(self) -> _MapShared:
+        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto")
         self._take_id = 0
         for i in range(self._workers):
             sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
@@ -297,20 +404,78 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         self._finalizer = weakref.finalize(self, shutdown_workers, sh)
         return sh
 
+    def _start_processes(self, chunk: int) -> bool:
+        """Starts the worker processes (at a chunk boundary); False (threads from now on) if they cannot run ``fn``."""
+        self._mode = "off"  # one try per iterator
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            return False
+        pool = processes.ProcessPool(payload, self._workers, self._intra_op)
+        try:
+            pool.start()
+        except processes.WorkerStartError as e:
+            if self._warn is not None:
+                self._warn(f"a worker process could not load it: {e}")
+            return False
+        self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
+        self._pool_finalizer = weakref.finalize(self, pool.close)
+        return True
+
+    def _end_processes(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            self._pool_finalizer.detach()
+            runner.pool.close()
+
     def _fill(self) -> bool:
         if self._done:
             return False
-        sh = self._sh or self._start()
-        with sh.cond:
-            while self._take_id not in sh.results and not sh.stop:
-                sh.cond.wait()
-            if sh.stop:
-                self._done = True
-                return False
-            state, outs, err = sh.results.pop(self._take_id)
-            self._take_id += 1
-            sh.inflight -= 1
-            sh.cond.notify_all()
+        while True:
+            if self._runner is not None:
+                return self._fill_from_processes()
+            sh = self._sh
+            if sh is None:
+                self._start()
+                continue
+            with sh.cond:
+                while self._take_id not in sh.results and not sh.stop and not sh.switch:
+                    sh.cond.wait()
+                got = sh.results.pop(self._take_id, None)
+                if got is not None:
+                    self._take_id += 1
+                    sh.inflight -= 1
+                    sh.cond.notify_all()
+            if got is not None:
+                break
+            if sh.switch:
+                if sh.threads:  # let the workers finish the chunks they took, then look again
+                    stop_workers(sh)
+                    continue
+                # Every chunk read before the switch is delivered: the rest of the stream goes to processes.
+                self._finalizer.detach()
+                self._sh = None
+                chunk = int(processes.TARGET_CHUNK_S / max(sh.per_elem, 1e-7))
+                if not self._start_processes(chunk):
+                    self._start_threads()
+                continue
+            self._done = True
+            return False
+        state, outs, err = got
+        return self._take(state, outs, err)
+
+    def _fill_from_processes(self) -> bool:
+        assert self._runner is not None
+        try:
+            state, outs, err = self._runner.next_chunk()
+        except BaseException:
+            self._done = True
+            self._end_processes()
+            raise
+        if err is not None and not outs:
+            self._end_processes()
+        return self._take(state, outs, err)
+
+    def _take(self, state: Any, outs: list[Any], err: BaseException | None) -> bool:
         if err is not None:
             if outs:
                 self._pending = err
@@ -332,6 +497,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _raise_pending(self) -> None:
         err, self._pending = self._pending, None
         self._done = True
+        self._end_processes()
         raise err  # type: ignore[misc]
 
     def __next__(self) -> Any:
@@ -358,15 +524,22 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         return out
 
     def get_state(self) -> dict[str, Any]:
-        if self._sh is None and self._chunk_state is None:
+        if self._sh is None and self._runner is None and self._chunk_state is None:
             return {"input": self._it.get_state(), "skip": 0}
         return {"input": self._chunk_state, "skip": self._pos}
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "skip"), "parallel map")
         self._stop()
+        if self._runner is not None:
+            self._runner.reset()  # chunks in flight are dropped; the pool stays
         self._it.set_state(state["input"])
         self._it._skip(int(state["skip"]))
         self._chunk, self._pos, self._chunk_state = [], 0, None
         self._done, self._pending = False, None
+        if self._runner is not None:
+            self._chunk_state = self._it.get_state()
 
+    def close(self) -> None:
+        self._end_processes()
+        super().close()
