@@ -350,23 +350,33 @@ def test_ctrl_c_in_the_parent_ends_the_workers(tmp_path):
 # --------------------------------------------------------------------------- checkpoints
 
 
-@pytest.mark.parametrize("position", [0, 1, 7, 33, 99, 100])
-def test_checkpoint_at_any_position_restores_the_same_continuation(position):
-    ds = processes_on(Dataset.range(100).map(decode_like, num_parallel_calls=2).map(lambda img, lab: lab))
+def labels(on=True):
+    return processes_on(Dataset.range(100).map(decode_like, num_parallel_calls=2).map(lambda img, lab: lab), on)
+
+
+def test_checkpoints_at_several_positions_restore_the_same_continuation():
     reference = [int(v) for v in Dataset.range(100).map(decode_like).map(lambda img, lab: lab)]
-    it = iter(ds)
-    head = [int(next(it)) for _ in range(position)]
-    state = it.get_state()
-    rest = [int(v) for v in it]
-    assert head + rest == reference
-    fresh = iter(ds)
-    fresh.set_state(state)
-    assert [int(v) for v in fresh] == rest
-    # The same state restores a thread-only iterator too (one state format).
-    threads = iter(processes_on(Dataset.range(100).map(decode_like, num_parallel_calls=2)
-                                .map(lambda img, lab: lab), on=False))
-    threads.set_state(state)
-    assert [int(v) for v in threads] == rest
+    it = iter(labels())
+    states = {}
+    taken = []
+    for position in range(101):
+        if position in (0, 1, 7, 33, 99, 100):
+            states[position] = it.get_state()
+        if position < 100:
+            taken.append(int(next(it)))
+    assert taken == reference
+    with pytest.raises(StopIteration):
+        next(it)
+    # One restored iterator (its pool kept across restores) and one thread-only iterator (one state format).
+    fresh, threads = iter(labels()), iter(labels(on=False))
+    for position in (33, 0, 100, 7, 99, 1):  # also backwards: chunks in flight are dropped
+        fresh.set_state(states[position])
+        threads.set_state(states[position])
+        n = min(5, 100 - position)
+        assert [int(next(fresh)) for _ in range(n)] == reference[position : position + n], position
+        assert [int(next(threads)) for _ in range(n)] == reference[position : position + n], position
+    fresh.set_state(states[7])
+    assert [int(v) for v in fresh] == reference[7:]
 
 
 def test_restoring_a_running_iterator_drops_the_chunks_in_flight():
