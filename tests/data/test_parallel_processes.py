@@ -409,21 +409,30 @@ def test_message_round_trip_over_a_socket_pair():
     import socket
 
     a, b = socket.socketpair()
+    send, recv = processes.Channel(a), processes.Channel(b)
     try:
         obj = {"big": np.arange(1 << 16, dtype=np.int32).reshape(256, 256), "small": np.arange(5),
                "text": b"x" * 100, "strided": np.arange(10_000)[::3]}
-        before = processes.STATS["shm_messages"]
-        processes.send_msg(a, obj)
-        got = processes.recv_msg(b)
-        assert processes.STATS["shm_messages"] == before + 1
-        assert set(got) == set(obj)
-        for k in obj:
-            assert np.array_equal(np.asarray(got[k]) if k != "text" else got[k], obj[k])
-        processes.send_msg(a, [1, 2])  # no big buffer: no shared memory
-        assert processes.recv_msg(b) == [1, 2] and processes.STATS["shm_messages"] == before + 1
-        a.close()
+        before = dict(processes.STATS)
+        for round_ in range(processes.DEPTH + 1):  # the slots of the arena are reused
+            obj["small"] = np.arange(5) + round_
+            send.send(obj)
+            got = recv.recv()
+            assert set(got) == set(obj)
+            for k in obj:
+                assert np.array_equal(got[k], obj[k]), k
+            assert got["big"].flags.writeable and got["big"].base is not obj["big"]
+        assert processes.STATS["shm_messages"] == before["shm_messages"] + processes.DEPTH + 1
+        assert processes.STATS["shm_bytes"] == before["shm_bytes"] + (processes.DEPTH + 1) * (1 << 18)
+        huge = np.ones(3 << 20, np.uint8)  # larger than the arena's slot: a new arena travels with it
+        send.send([huge, obj["big"]])
+        got = recv.recv()
+        assert np.array_equal(got[0], huge) and np.array_equal(got[1], obj["big"])
+        send.send([1, 2])  # no big buffer: no shared memory
+        assert recv.recv() == [1, 2]
+        send.close()
         with pytest.raises(EOFError):
-            processes.recv_msg(b)
+            recv.recv()
     finally:
-        a.close()
-        b.close()
+        send.close()
+        recv.close()

@@ -67,7 +67,7 @@ _POLL_S = 1.0
 _HDR = struct.Struct("<QQII")  # body length, shared-memory length, buffers, payload-in-shm flag
 
 # Messages and bytes this process received through shared memory (for tests and benchmarks).
-STATS = {"shm_messages": 0, "shm_bytes": 0}
+STATS = {"shm_messages": 0, "shm_bytes": 0, "worker_map_s": 0.0, "worker_elements": 0}
 
 AVAILABLE = hasattr(os, "memfd_create") and hasattr(socket, "CMSG_SPACE") and sys.platform.startswith("linux")
 
@@ -108,93 +108,135 @@ def _recv_exact(sock: socket.socket, n: int) -> bytearray:
     return buf
 
 
-def send_msg(sock: socket.socket, obj: Any) -> None:
-    """Sends ``obj``: pickle protocol 5, big buffers in one ``memfd`` passed with the message."""
-    bufs: list[memoryview] = []
+class Channel:
+    """One end of a worker's socket, with the shared memory its messages use.
 
-    def out_of_band(pb: pickle.PickleBuffer) -> bool:
-        m = pb.raw()
-        if m.nbytes < SHM_MIN_BYTES:
-            return True  # in the pickle
-        bufs.append(m)
-        return False
+    Each end owns an *arena* for what it sends: one ``memfd`` of `DEPTH`
+    slots, mapped once (its pages stay faulted in). Message ``m`` uses slot
+    ``m % DEPTH``; the protocol (a worker holds at most `DEPTH` chunks, and
+    the parent waits for ``ready``) guarantees the receiver copied message
+    ``m`` out before message ``m + DEPTH`` is written. A message that does not
+    fit makes a new, larger arena, whose descriptor travels with it (the
+    receiver maps it then and drops its old mapping); the receiver maps the
+    peer's arena read-only, copies each buffer out and unpickles.
+    """
 
-    payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
-    in_shm = len(payload) > INLINE_MAX_BYTES
-    parts = bufs + [memoryview(payload)] if in_shm else bufs
-    table: list[int] = []
-    size = 0
-    for m in parts:
-        table += (size, m.nbytes)
-        size += (m.nbytes + 63) & ~63
-    fd = -1
-    if parts:
-        fd = os.memfd_create("tpsd-map", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, size)
-            with mmap.mmap(fd, size) as mm:
-                view = memoryview(mm)
-                for m, off in zip(parts, table[::2]):
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._out: mmap.mmap | None = None  # my arena
+        self._slot = 0  # its slot size
+        self._sent = 0
+        self._in: mmap.mmap | None = None  # the peer's arena, mapped read-only
+
+    def send(self, obj: Any) -> None:
+        """Sends ``obj``: pickle protocol 5; buffers of `SHM_MIN_BYTES`+ (and a long pickle) in shared memory."""
+        bufs: list[memoryview] = []
+
+        def out_of_band(pb: pickle.PickleBuffer) -> bool:
+            m = pb.raw()
+            if m.nbytes < SHM_MIN_BYTES:
+                return True  # in the pickle
+            bufs.append(m)
+            return False
+
+        payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
+        in_shm = len(payload) > INLINE_MAX_BYTES
+        parts = bufs + [memoryview(payload)] if in_shm else bufs
+        table: list[int] = []
+        fd = -1
+        new_size = 0
+        if parts:
+            need = sum((m.nbytes + 63) & ~63 for m in parts)
+            if need > self._slot:
+                self._slot = max(1 << 20, -(-2 * need // mmap.PAGESIZE) * mmap.PAGESIZE)
+                new_size = DEPTH * self._slot
+                fd = os.memfd_create("tpsd-map", os.MFD_CLOEXEC)
+                try:
+                    os.ftruncate(fd, new_size)
+                    arena = mmap.mmap(fd, new_size)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                if self._out is not None:
+                    self._out.close()
+                self._out = arena
+            assert self._out is not None
+            off = (self._sent % DEPTH) * self._slot
+            view = memoryview(self._out)
+            try:
+                for m in parts:
                     view[off : off + m.nbytes] = m
+                    table += (off, m.nbytes)
+                    off += (m.nbytes + 63) & ~63
+            finally:
                 view.release()
-        except BaseException:
-            os.close(fd)
-            raise
-    body = struct.pack(f"<{len(table)}Q", *table) + (b"" if in_shm else payload)
-    head = _HDR.pack(len(body), size, len(bufs), int(in_shm))
-    try:
-        if fd >= 0:
-            anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
-            sent = sock.sendmsg([head], anc)
-            if sent < len(head):
-                sock.sendall(head[sent:])
-        else:
-            sock.sendall(head)
-        sock.sendall(body)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        body = struct.pack(f"<{len(table)}Q", *table) + (b"" if in_shm else payload)
+        head = _HDR.pack(len(body), new_size, len(bufs), int(in_shm))
+        try:
+            if fd >= 0:
+                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
+                sent = self.sock.sendmsg([head], anc)
+                if sent < len(head):
+                    self.sock.sendall(head[sent:])
+            else:
+                self.sock.sendall(head)
+            self.sock.sendall(body)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self._sent += 1
 
-
-def recv_msg(sock: socket.socket) -> Any:
-    """Receives one `send_msg` message; EOFError when the peer is gone."""
-    head, anc, _flags, _addr = sock.recvmsg(_HDR.size, socket.CMSG_SPACE(4), socket.MSG_WAITALL)
-    fd = -1
-    for level, kind, data in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds = array.array("i")
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-            for extra in fds[1:]:
-                os.close(extra)
-            fd = fds[0] if fds else -1
-    try:
-        if not head:
-            raise EOFError
-        if len(head) < _HDR.size:
-            head += _recv_exact(sock, _HDR.size - len(head))
-        body_len, size, nbufs, in_shm = _HDR.unpack(head)
+    def recv(self) -> Any:
+        """Receives one message; EOFError when the peer is gone."""
+        sock = self.sock
+        head, anc, _flags, _addr = sock.recvmsg(_HDR.size, socket.CMSG_SPACE(4), socket.MSG_WAITALL)
+        fd = -1
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+                for extra in fds[1:]:
+                    os.close(extra)
+                fd = fds[0] if fds else -1
+        try:
+            if not head:
+                raise EOFError
+            if len(head) < _HDR.size:
+                head += _recv_exact(sock, _HDR.size - len(head))
+            body_len, new_size, nbufs, in_shm = _HDR.unpack(head)
+            if fd >= 0:
+                if self._in is not None:
+                    self._in.close()
+                self._in = mmap.mmap(fd, new_size, prot=mmap.PROT_READ)
+        finally:
+            if fd >= 0:
+                os.close(fd)
         body = _recv_exact(sock, body_len)
         ntab = 2 * (nbufs + in_shm)
         table = struct.unpack_from(f"<{ntab}Q", body)
-        buffers: list[bytearray] = []
         payload: Any = memoryview(body)[8 * ntab :]
-        if fd >= 0:
-            STATS["shm_messages"] += 1
-            STATS["shm_bytes"] += size
-            with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
-                view = memoryview(mm)
+        buffers: list[bytearray] = []
+        if ntab:
+            assert self._in is not None
+            view = memoryview(self._in)
+            try:
                 for i in range(0, ntab, 2):
-                    off, n = table[i], table[i + 1]
-                    b = bytearray(n)
-                    b[:] = view[off : off + n]
-                    buffers.append(b)
+                    off = table[i]
+                    buffers.append(bytearray(view[off : off + table[i + 1]]))
+            finally:
                 view.release()
+            STATS["shm_messages"] += 1
+            STATS["shm_bytes"] += sum(table[1::2])
             if in_shm:
                 payload = buffers.pop()
         return pickle.loads(payload, buffers=buffers)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+
+    def close(self) -> None:
+        for mm in (self._out, self._in):
+            if mm is not None:
+                mm.close()
+        self._out = self._in = None
+        self.sock.close()
 
 
 # --------------------------------------------------------------------------- errors across processes
@@ -254,21 +296,21 @@ def worker_main(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent = os.getppid()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tpsd-watch-parent").start()
-    sock = socket.socket(fileno=fd)
+    sock = Channel(socket.socket(fileno=fd))
     try:
-        init = recv_msg(sock)
+        init = sock.recv()
     except EOFError:
         return
     sys.path[:] = init["sys_path"]
     try:
         task = pickle.loads(init["task"])
     except BaseException as e:
-        send_msg(sock, ("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+        sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
         return
-    send_msg(sock, ("ready", os.getpid()))
+    sock.send(("ready", os.getpid()))
     while True:
         try:
-            cid, elems = recv_msg(sock)
+            cid, elems = sock.recv()
         except (EOFError, ConnectionError, OSError):
             return
         outs: list[Any] = []
@@ -284,7 +326,7 @@ def worker_main(fd: int) -> None:
                 break
         dt = time.perf_counter() - t0
         try:
-            send_msg(sock, ("ok", cid, outs, dt, fatal))
+            sock.send(("ok", cid, outs, dt, fatal))
         except (EOFError, ConnectionError, BrokenPipeError):
             return
         except Exception:  # a result that cannot be pickled: fail those elements only
@@ -298,7 +340,7 @@ def worker_main(fd: int) -> None:
                         f"Dataset.map: the map function's result ({type(out).__name__}) cannot be sent from the "
                         f"worker process: {e}.\nFix: return NumPy arrays, bytes, Python scalars or tuples/dicts "
                         "of them, or set Options().threading.experimental_worker_processes = False.")))
-            send_msg(sock, ("ok", cid, fixed, dt, fatal))
+            sock.send(("ok", cid, fixed, dt, fatal))
         if fatal is not None:
             return
 
@@ -455,7 +497,7 @@ class _Worker:
     __slots__ = ("cids", "dead", "index", "pid", "proc", "sock")
 
     def __init__(self, index: int, proc: subprocess.Popen[bytes], sock: socket.socket):
-        self.index, self.proc, self.sock = index, proc, sock
+        self.index, self.proc, self.sock = index, proc, Channel(sock)
         self.dead = False
         self.pid = proc.pid
         self.cids: collections.deque[int] = collections.deque()
@@ -499,7 +541,7 @@ class ProcessPool:
                     theirs.close()
                 self.workers.append(_Worker(i, proc, mine))
             for w in self.workers:
-                send_msg(w.sock, init)
+                w.sock.send(init)
             deadline = time.monotonic() + START_TIMEOUT_S
             for w in self.workers:
                 msg = self._recv_start(w, deadline)
@@ -517,9 +559,9 @@ class ProcessPool:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerStartError(f"worker {w.index} (pid {w.pid}) did not start within {START_TIMEOUT_S:.0f} s")
-            if wait([w.sock], min(left, _POLL_S)):
+            if wait([w.sock.sock], min(left, _POLL_S)):
                 try:
-                    return recv_msg(w.sock)
+                    return w.sock.recv()
                 except (EOFError, ConnectionError):
                     code = w.proc.wait(_GRACE_S)
                     raise WorkerStartError(
@@ -536,7 +578,7 @@ class ProcessPool:
 
     def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
         try:
-            send_msg(w.sock, (cid, elems))
+            w.sock.send((cid, elems))
         except (BrokenPipeError, ConnectionError):
             pass  # the worker died; its end-of-file reports it
         w.cids.append(cid)
@@ -548,13 +590,13 @@ class ProcessPool:
         busy = [w for w in self.workers if w.cids]
         if not busy:
             return []
-        by_sock = {w.sock: w for w in busy}
+        by_sock = {w.sock.sock: w for w in busy}
         ready = wait(list(by_sock), timeout)
         out = []
         for s in ready:
             w = by_sock[s]  # type: ignore[index]
             try:
-                out.append((w, recv_msg(w.sock)))
+                out.append((w, w.sock.recv()))
             except (EOFError, ConnectionError):
                 try:
                     code = w.proc.wait(_GRACE_S)
@@ -693,6 +735,8 @@ class ProcessMapRunner:
         if failed:
             outs = FailedChunk(outs)
         err = fatal.rebuild(w.index, w.pid) if fatal is not None else None
+        STATS["worker_map_s"] += dt
+        STATS["worker_elements"] += len(outs)
         if outs:
             per_elem = dt / len(outs)
             self.chunk = int(min(MAX_CHUNK, max(1, TARGET_CHUNK_S / max(per_elem, 1e-7))))
