@@ -539,7 +539,15 @@ class ProcessPool:
                         pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, close_fds=True)
                 finally:
                     theirs.close()
-                self.workers.append(_Worker(i, proc, mine))
+                with self._lock:
+                    closed = self.closed
+                    if not closed:
+                        self.workers.append(_Worker(i, proc, mine))
+                if closed:  # closed while starting (the owner was dropped): end this one too
+                    mine.close()
+                    proc.kill()
+                    proc.wait()
+                    raise WorkerStartError("the pool was closed while starting")
             for w in self.workers:
                 w.sock.send(init)
             deadline = time.monotonic() + START_TIMEOUT_S
@@ -626,7 +634,7 @@ class ProcessPool:
             if self.closed:
                 return
             self.closed = True
-        workers, self.workers = self.workers, []
+            workers, self.workers = self.workers, []
         for w in workers:
             try:
                 w.sock.close()

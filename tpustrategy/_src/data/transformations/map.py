@@ -273,8 +273,31 @@ class _MapShared:
         self.probe_warm = True
         self.probe_n = 0
         self.probe_t = 0.0
-        self.switch = False  # the workers stopped reading: the rest of the stream goes to processes
+        self.switch = False  # fn is costly: the rest of the stream goes to processes
         self.per_elem = 0.0
+        self.pool: processes.ProcessPool | None = None
+        self.pool_state: str | None = None  # "starting", "ready" (the threads stop reading), "failed"
+        self.pool_error: BaseException | None = None
+
+
+def _start_pool(sh: _MapShared) -> None:
+    """Starts ``sh.pool`` (in a thread: the map threads go on meanwhile); at ready, the threads stop reading."""
+    assert sh.pool is not None
+    err: BaseException | None = None
+    try:
+        sh.pool.start()
+    except BaseException as e:  # reported by the consumer (a warning), which stays on threads
+        err = e
+    with sh.cond:
+        sh.pool_error = err
+        sh.pool_state = "failed" if err is not None else "ready"
+        if err is None:
+            sh.input_done = True
+        sh.cond.notify_all()
+
+
+def _handover_due(sh: _MapShared) -> bool:
+    return sh.switch and sh.pool_state != "starting"
 
 
 def _probe(sh: _MapShared, n: int, cpu: float) -> None:
@@ -291,8 +314,7 @@ def _probe(sh: _MapShared, n: int, cpu: float) -> None:
             sh.probe = False
             sh.per_elem = sh.probe_t / max(1, sh.probe_n)
             if sh.per_elem >= PROCESS_MIN_ELEM_S:
-                sh.switch = True
-                sh.input_done = True  # no further reads; the consumer hands over once these chunks are taken
+                sh.switch = True  # the consumer starts a pool; the threads go on until it is ready
                 sh.cond.notify_all()
 
 
@@ -422,10 +444,28 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         return True
 
     def _end_processes(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            self._pool_finalizer.detach()
-            runner.pool.close()
+        """Closes the pool (running or starting), if any."""
+        self._runner = None
+        if self._pool_finalizer is not None:
+            self._pool_finalizer()  # runs pool.close once
+
+    def _stop(self) -> None:
+        sh = self._sh
+        super()._stop()
+        if sh is not None and sh.pool is not None and self._runner is None:
+            self._end_processes()  # a pool still starting is not handed over
+
+    def _launch_pool(self, sh: _MapShared) -> None:
+        """Starts a pool in the background while the threads go on, or stays on threads (after one warning)."""
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            self._mode, sh.switch = "off", False
+            return
+        pool = processes.ProcessPool(payload, self._workers, self._intra_op)
+        self._pool_finalizer = weakref.finalize(self, pool.close)
+        with sh.cond:
+            sh.pool, sh.pool_state = pool, "starting"
+        sh.threads.append(start_thread(_start_pool, (sh,), "tpsd-map-pool-start"))
 
     def _fill(self) -> bool:
         if self._done:
@@ -438,7 +478,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
                 self._start()
                 continue
             with sh.cond:
-                while self._take_id not in sh.results and not sh.stop and not sh.switch:
+                while self._take_id not in sh.results and not sh.stop and not _handover_due(sh):
                     sh.cond.wait()
                 got = sh.results.pop(self._take_id, None)
                 if got is not None:
@@ -448,15 +488,27 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             if got is not None:
                 break
             if sh.switch:
-                if sh.threads:  # let the workers finish the chunks they took, then look again
+                if sh.pool_state is None:
+                    self._launch_pool(sh)
+                    continue
+                if sh.pool_state == "failed":
+                    self._mode, sh.switch = "off", False
+                    self._end_processes()
+                    if self._warn is not None:
+                        self._warn(f"a worker process could not load it: {sh.pool_error}")
+                    if not sh.stop:
+                        with sh.cond:  # reads went on while the pool started; nothing to restart
+                            sh.cond.notify_all()
+                    continue
+                if sh.threads:  # ready: let the threads finish the chunks they took, then look again
                     stop_workers(sh)
                     continue
-                # Every chunk read before the switch is delivered: the rest of the stream goes to processes.
+                # Every chunk read before the pool was ready is delivered: the rest goes to processes.
                 self._finalizer.detach()
                 self._sh = None
+                assert sh.pool is not None
                 chunk = int(processes.TARGET_CHUNK_S / max(sh.per_elem, 1e-7))
-                if not self._start_processes(chunk):
-                    self._start_threads()
+                self._runner = processes.ProcessMapRunner(sh.pool, self._it, chunk)
                 continue
             self._done = True
             return False
