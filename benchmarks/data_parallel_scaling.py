@@ -108,7 +108,7 @@ def main() -> None:
         runs[cpus] = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (the machine is shared: spreads are wide)")
     print(f"{'row':58s} {'median el/s':>12s} {'min..max':>19s} {'first batch s':>14s}")
-    for cpus, r in runs.items():
+    for r in runs.values():
         rates = r["rates"]
         print(f"{'parallel map parse+decode (' + str(r['cpus']) + ' core' + 's' * (r['cpus'] > 1) + ', AUTOTUNE)':58s} "
               f"{statistics.median(rates):12,.0f} {min(rates):9,.0f}..{max(rates):<9,.0f} "

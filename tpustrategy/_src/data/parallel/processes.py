@@ -10,12 +10,13 @@ NumPy does not scale with threads. `ProcessPool` runs the function in worker
   ``tpustrategy._src.data`` and NumPy (plus what the function's pickle names),
   runs with ``JAX_PLATFORMS=cpu`` (it never takes the accelerator) and ignores
   Ctrl-C, which the parent handles by closing the pool.
-* Messages go over one Unix socket per worker. A message is pickled with
-  protocol 5; NumPy buffers of `SHM_MIN_BYTES` or more (and a pickle longer
-  than `INLINE_MAX_BYTES`) go into one anonymous shared-memory file
-  (``memfd``) per message, whose descriptor travels with the message: the
-  receiver maps it, copies the buffers out (one copy each way) and closes it,
-  so nothing is left in ``/dev/shm`` even if a process dies.
+* Messages go over one Unix socket per worker (`Channel`). A message is
+  pickled with protocol 5; NumPy buffers of `SHM_MIN_BYTES` or more (and a
+  pickle longer than `INLINE_MAX_BYTES`) go into the sender's shared-memory
+  arena: an anonymous ``memfd`` of `DEPTH` slots, mapped once by each side
+  (its descriptor travels over the socket when the arena is made or grown).
+  The receiver copies the buffers out (one copy each way) and unpickles;
+  nothing is left in ``/dev/shm`` even if a process dies.
 * A worker holds at most `DEPTH` chunks; socket messages stay small, so a
   parent sending and a worker sending never block each other.
 * A worker that dies (killed, segfault, ``os._exit``) closes its socket; the
@@ -34,9 +35,9 @@ from __future__ import annotations
 
 import array
 import atexit
-import builtins
 import collections
 import functools
+import inspect
 import mmap
 import os
 import pickle
@@ -446,7 +447,7 @@ def _check_callable(fn: Any, seen: set[int], depth: int = 0) -> str | None:
         return None
     if isinstance(fn, (types.BuiltinFunctionType, type)):
         return None
-    call = getattr(type(fn), "__call__", None)
+    call = inspect.getattr_static(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
         why = _check_callable(call, seen, depth + 1)
         if why:
@@ -614,9 +615,9 @@ class ProcessPool:
                 out.append((w, ("crashed", code)))
         if not ready:  # a backstop: a worker that died with its socket held elsewhere
             for w in busy:
-                code = w.proc.poll()
-                if code is not None:
-                    out.append((w, ("crashed", code)))
+                polled = w.proc.poll()
+                if polled is not None:
+                    out.append((w, ("crashed", polled)))
         return out
 
     def crash_error(self, w: _Worker, code: int | None) -> WorkerCrashedError:
@@ -742,13 +743,13 @@ class ProcessMapRunner:
                 failed = True
         if failed:
             outs = FailedChunk(outs)
-        err = fatal.rebuild(w.index, w.pid) if fatal is not None else None
+        end = fatal.rebuild(w.index, w.pid) if fatal is not None else None
         STATS["worker_map_s"] += dt
         STATS["worker_elements"] += len(outs)
         if outs:
             per_elem = dt / len(outs)
             self.chunk = int(min(MAX_CHUNK, max(1, TARGET_CHUNK_S / max(per_elem, 1e-7))))
-        self.done[cid] = (self.states.pop(cid, None), outs, err)
+        self.done[cid] = (self.states.pop(cid, None), outs, end)
 
     def next_chunk(self) -> tuple[Any, list[Any], BaseException | None]:
         while True:
