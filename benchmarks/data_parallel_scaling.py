@@ -86,9 +86,13 @@ def child(n: int, rounds: int) -> dict:
             count += len(y)
         rates.append(count / (time.perf_counter() - t0))
         del it
+    from tpustrategy._src.data.parallel.processes import STATS
     from tpustrategy._src.data.parallel.threads import cpu_count
 
-    return {"cpus": cpu_count(), "per_element_us_inline": per_elem_us, "rates": rates, "first_batch_s": firsts}
+    pools = STATS["pools"]
+    return {"cpus": cpu_count(), "per_element_us_inline": per_elem_us, "rates": rates, "first_batch_s": firsts,
+            "pools": pools, "pool_start_s": STATS["pool_start_s"] / pools if pools else None,
+            "worker_elements": STATS["worker_elements"]}
 
 
 def main() -> None:
@@ -112,7 +116,9 @@ def main() -> None:
         rates = r["rates"]
         print(f"{'parallel map parse+decode (' + str(r['cpus']) + ' core' + 's' * (r['cpus'] > 1) + ', AUTOTUNE)':58s} "
               f"{statistics.median(rates):12,.0f} {min(rates):9,.0f}..{max(rates):<9,.0f} "
-              f"{statistics.median(r['first_batch_s']):14.2f}   (inline {r['per_element_us_inline']:.0f} µs/elem)")
+              f"{statistics.median(r['first_batch_s']):14.2f}   (inline {r['per_element_us_inline']:.0f} µs/elem; "
+              + (f"{r['pools']} pools, {r['pool_start_s']:.2f} s to start each, {r['worker_elements']} elements "
+                 "mapped in processes)" if r["pools"] else "threads only)"))
     one, two = (statistics.median(runs[c]["rates"]) for c in ("0", "0,1"))
     lo = min(runs["0,1"]["rates"]) / max(runs["0"]["rates"])
     hi = max(runs["0,1"]["rates"]) / min(runs["0"]["rates"])

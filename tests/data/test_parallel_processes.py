@@ -446,3 +446,35 @@ def test_message_round_trip_over_a_socket_pair():
     finally:
         send.close()
         recv.close()
+
+
+# --------------------------------------------------------------------------- parsing inside the function
+
+FEATURES = {
+    "image": tpsd.FixedLenFeature([], "string"),
+    "label": tpsd.FixedLenFeature([], "int64"),
+    "tags": tpsd.VarLenFeature("int64"),
+}
+
+
+def parse_and_decode(record):
+    ex = tpsd.parse_single_example(record, FEATURES)
+    img = np.frombuffer(np.asarray(ex["image"]).item(), np.uint8).reshape(4, 4, 3).astype(np.float32) / 255.0
+    return img, ex["label"], ex["tags"]
+
+
+def test_parsing_examples_inside_the_function_in_workers(tmp_path):
+    path = str(tmp_path / "examples.tfrecord")
+    with tpsd.TFRecordWriter(path) as w:
+        for i in range(40):
+            ex = tpsd.make_example({"image": bytes(range(i, i + 48)), "label": [i], "tags": np.arange(i % 4, dtype=np.int64)})
+            w.write(ex.SerializeToString())
+    serial = list(tpsd.TFRecordDataset(path).map(parse_and_decode))
+    parallel = list(processes_on(tpsd.TFRecordDataset(path).map(parse_and_decode, num_parallel_calls=2)))
+    assert len(parallel) == len(serial) == 40
+    for (i1, l1, t1), (i2, l2, t2) in zip(serial, parallel):
+        assert np.array_equal(i1, i2) and int(l1) == int(l2)
+        assert type(t1) is type(t2)
+        for field in ("values", "indices", "dense_shape"):  # a SparseTensor's parts, or the array itself
+            a, b = getattr(t1, field, t1), getattr(t2, field, t2)
+            assert np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype

@@ -68,7 +68,8 @@ _POLL_S = 1.0
 _HDR = struct.Struct("<QQII")  # body length, shared-memory length, buffers, payload-in-shm flag
 
 # Messages and bytes this process received through shared memory (for tests and benchmarks).
-STATS = {"shm_messages": 0, "shm_bytes": 0, "worker_map_s": 0.0, "worker_elements": 0}
+STATS = {"shm_messages": 0, "shm_bytes": 0, "worker_map_s": 0.0, "worker_elements": 0, "pools": 0,
+         "pool_start_s": 0.0}
 
 AVAILABLE = hasattr(os, "memfd_create") and hasattr(socket, "CMSG_SPACE") and sys.platform.startswith("linux")
 
@@ -560,6 +561,8 @@ class ProcessPool:
             self.close()
             raise
         self.started_s = time.perf_counter() - t0
+        STATS["pools"] += 1
+        STATS["pool_start_s"] += self.started_s
 
     def _recv_start(self, w: _Worker, deadline: float) -> Any:
         from multiprocessing.connection import wait
