@@ -175,13 +175,43 @@ class MapDataset(Dataset):
         else:
             mode = "auto" if workers >= 2 and cpu_count() >= 2 else "off"
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
-                                  threading_opts.max_intra_op_parallelism, self._warn_threads)
+                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self)
         if ctx.options.experimental_warm_start:
             out._start()
         return out
 
     _task: tuple[bytes | None, str] | None = None
     _warned = False
+    _spare: processes.ProcessPool | None = None
+
+    def _park_pool(self, pool: processes.ProcessPool) -> None:
+        """Keeps the pool of an iterator that ended normally for `PARK_S` seconds, for the next iterator."""
+        with _SPARE_LOCK:
+            old, self._spare = self._spare, pool
+        if old is not None:
+            old.close()
+        timer = threading.Timer(PARK_S, self._drop_spare, (pool,))
+        timer.name = "tpsd-map-pool-park"
+        timer.daemon = True
+        timer.start()
+
+    def _drop_spare(self, pool: processes.ProcessPool) -> None:
+        with _SPARE_LOCK:
+            if self._spare is not pool:
+                return
+            self._spare = None
+        pool.close()
+
+    def _adopt_pool(self, workers: int) -> processes.ProcessPool | None:
+        """The parked pool, if it has ``workers`` live workers (the next epoch or pass skips the start-up)."""
+        with _SPARE_LOCK:
+            pool, self._spare = self._spare, None
+        if pool is None:
+            return None
+        if pool.closed or len(pool.workers) != workers or any(w.proc.poll() is not None for w in pool.workers):
+            pool.close()
+            return None
+        return pool
 
     def _worker_task(self) -> bytes | None:
         """``fn`` pickled for worker processes (once per dataset), or None after one warning saying why."""
@@ -249,6 +279,8 @@ class _MapIterator(RestAfterError, NodeIterator):
 
 
 PROCESS_MIN_ELEM_S = 20e-6  # CPU time per element from which worker processes pay off
+PARK_S = 2.0  # how long the pool of an iterator that ended normally waits for the next iterator
+_SPARE_LOCK = threading.Lock()
 _PROBE_MIN_ELEMS = 8
 _PROBE_MIN_S = 0.002
 
@@ -393,12 +425,15 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
       task: returns ``fn`` pickled for the workers, or None (after warning).
       intra_op: threads NumPy/BLAS may use inside one worker process.
       warn: warns (once per dataset) that ``fn`` stays on threads, and why.
+      owner: the dataset, which keeps the pool of an iterator that ended
+        normally for `PARK_S` seconds, for its next iterator.
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
                  task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
-                 warn: Callable[[str], None] | None = None):
+                 warn: Callable[[str], None] | None = None, owner: MapDataset | None = None):
         self._it, self._fn, self._workers = it, fn, workers
+        self._owner = owner
         self._mode = mode if task is not None else "off"
         self._task, self._intra_op, self._warn = task, intra_op, warn
         self._sh: _MapShared | None = None
@@ -429,6 +464,11 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _start_processes(self, chunk: int) -> bool:
         """Starts the worker processes (at a chunk boundary); False (threads from now on) if they cannot run ``fn``."""
         self._mode = "off"  # one try per iterator
+        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        if pool is not None:
+            self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            return True
         payload = self._task() if self._task is not None else None
         if payload is None:
             return False
@@ -449,6 +489,19 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         if self._pool_finalizer is not None:
             self._pool_finalizer()  # runs pool.close once
 
+    def _park(self) -> None:
+        """At the normal end: hands an idle, healthy pool to the dataset for its next iterator."""
+        runner = self._runner
+        if runner is None or self._owner is None:
+            return
+        pool = runner.pool
+        if pool.closed or any(w.cids or w.dead for w in pool.workers):
+            return
+        self._runner = None
+        self._pool_finalizer.detach()
+        self._pool_finalizer = None
+        self._owner._park_pool(pool)
+
     def _stop(self) -> None:
         sh = self._sh
         super()._stop()
@@ -457,6 +510,13 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
 
     def _launch_pool(self, sh: _MapShared) -> None:
         """Starts a pool in the background while the threads go on, or stays on threads (after one warning)."""
+        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        if pool is not None:
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            with sh.cond:
+                sh.pool, sh.pool_state, sh.input_done = pool, "ready", True
+                sh.cond.notify_all()
+            return
         payload = self._task() if self._task is not None else None
         if payload is None:
             self._mode, sh.switch = "off", False
@@ -467,6 +527,32 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             sh.pool, sh.pool_state = pool, "starting"
         sh.threads.append(start_thread(_start_pool, (sh,), "tpsd-map-pool-start"))
 
+    def _switch_step(self, sh: _MapShared) -> bool:
+        """One step of moving to processes (launch, give up, stop the threads, hand over); True if it acted."""
+        if sh.pool_state is None:
+            self._launch_pool(sh)
+            return True
+        if sh.pool_state == "starting":
+            return False  # the threads go on meanwhile
+        if sh.pool_state == "failed":
+            self._mode, sh.switch = "off", False
+            self._end_processes()
+            if self._warn is not None:
+                self._warn(f"a worker process could not load it: {sh.pool_error}")
+            return True
+        if sh.threads:  # ready: the threads finish the chunks they took (their results stay in order)
+            stop_workers(sh)
+            return True
+        if self._take_id in sh.results:
+            return False  # deliver what the threads mapped first
+        # Every chunk read before the pool was ready is delivered: the rest goes to processes.
+        self._finalizer.detach()
+        self._sh = None
+        assert sh.pool is not None
+        chunk = int(processes.TARGET_CHUNK_S / max(sh.per_elem, 1e-7))
+        self._runner = processes.ProcessMapRunner(sh.pool, self._it, chunk)
+        return True
+
     def _fill(self) -> bool:
         if self._done:
             return False
@@ -476,6 +562,8 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             sh = self._sh
             if sh is None:
                 self._start()
+                continue
+            if sh.switch and self._switch_step(sh):
                 continue
             with sh.cond:
                 while self._take_id not in sh.results and not sh.stop and not _handover_due(sh):
@@ -488,27 +576,6 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             if got is not None:
                 break
             if sh.switch:
-                if sh.pool_state is None:
-                    self._launch_pool(sh)
-                    continue
-                if sh.pool_state == "failed":
-                    self._mode, sh.switch = "off", False
-                    self._end_processes()
-                    if self._warn is not None:
-                        self._warn(f"a worker process could not load it: {sh.pool_error}")
-                    if not sh.stop:
-                        with sh.cond:  # reads went on while the pool started; nothing to restart
-                            sh.cond.notify_all()
-                    continue
-                if sh.threads:  # ready: let the threads finish the chunks they took, then look again
-                    stop_workers(sh)
-                    continue
-                # Every chunk read before the pool was ready is delivered: the rest goes to processes.
-                self._finalizer.detach()
-                self._sh = None
-                assert sh.pool is not None
-                chunk = int(processes.TARGET_CHUNK_S / max(sh.per_elem, 1e-7))
-                self._runner = processes.ProcessMapRunner(sh.pool, self._it, chunk)
                 continue
             self._done = True
             return False
@@ -536,6 +603,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
                 raise err
         elif not outs:
             self._done = True
+            self._park()
             return False
         if state is not None:
             self._chunk_state = state
