@@ -478,3 +478,12 @@ def test_parsing_examples_inside_the_function_in_workers(tmp_path):
         for field in ("values", "indices", "dense_shape"):  # a SparseTensor's parts, or the array itself
             a, b = getattr(t1, field, t1), getattr(t2, field, t2)
             assert np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_the_next_epoch_and_the_next_pass_reuse_the_pool_of_an_iterator_that_ended():
+    ds = processes_on(Dataset.range(30).map(worker_has_jax_costly, num_parallel_calls=2))
+    epochs = [int(p) for _, p in ds.repeat(3)]
+    first_pass = {int(p) for _, p in ds}
+    assert os.getpid() not in set(epochs) | first_pass
+    assert set(epochs[:30]) == set(epochs[30:60]) == set(epochs[60:]) == first_pass  # one pool for all
+    # A parked pool waits PARK_S seconds, then ends (the fixture checks that no worker is left).
