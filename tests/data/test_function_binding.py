@@ -18,7 +18,7 @@ def test_map_in_a_loop_keeps_each_datasets_own_loop_variable():
     parts = [tpsd.Dataset.from_tensor_slices(np.arange(2) + 10 * k) for k in range(3)]
     labeled = []
     for i, ds in enumerate(parts):
-        labeled.append(ds.map(lambda ex: _labeler(ex, i)))
+        labeled.append(ds.map(lambda ex: _labeler(ex, i)))  # noqa: B023 - the pattern under test
     combined = labeled[0].concatenate(labeled[1]).concatenate(labeled[2])
     assert [int(label) for _, label in combined] == [0, 0, 1, 1, 2, 2]
 
@@ -27,11 +27,11 @@ def test_filter_flat_map_interleave_scan_take_while_bind_too():
     ds = tpsd.Dataset.range(6)
     made = {}
     for k in (2, 3):
-        made[k] = (ds.filter(lambda x: x % k == 0),
-                   ds.take(2).flat_map(lambda x: tpsd.Dataset.from_tensors(x * k)),
-                   ds.take(2).interleave(lambda x: tpsd.Dataset.from_tensors(x + k), cycle_length=1),
-                   ds.scan(0, lambda s, x: (s + k, s + k)),
-                   ds.take_while(lambda x: x < k))
+        made[k] = (ds.filter(lambda x: x % k == 0),  # noqa: B023 - the pattern under test
+                   ds.take(2).flat_map(lambda x: tpsd.Dataset.from_tensors(x * k)),  # noqa: B023 - the pattern under test
+                   ds.take(2).interleave(lambda x: tpsd.Dataset.from_tensors(x + k), cycle_length=1),  # noqa: B023 - the pattern under test
+                   ds.scan(0, lambda s, x: (s + k, s + k)),  # noqa: B023 - the pattern under test
+                   ds.take_while(lambda x: x < k))  # noqa: B023 - the pattern under test
     for k, (f, fm, il, sc, tw) in made.items():
         assert [int(x) for x in f] == [x for x in range(6) if x % k == 0]
         assert [int(x) for x in fm] == [0, k]

@@ -1,3 +1,4 @@
+# ruff: noqa: UP031 - the expected strings are printf formats, as TensorFlow's as_string defines them
 """TensorFlow's string_split_op_test.py (StringSplitV2 cases: dense inputs) and as_string_op_test.py
 (their inputs and asserted results), run on tps.strings."""
 

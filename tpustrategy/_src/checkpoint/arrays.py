@@ -18,7 +18,6 @@ earlier version, or by orbax elsewhere) are read as they are.
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable
 from typing import Any
 

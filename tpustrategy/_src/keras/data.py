@@ -228,7 +228,7 @@ def check_steps_given(x: Any) -> None:
     """tf-keras's rule for a dataset given without a step count (``DatasetAdapter._validate_args`` in
     tf-keras's ``keras/engine/data_adapter.py``): a distributed dataset, or an infinite one, raises
     ``ValueError`` at once, with tf-keras's message, instead of running forever."""
-    from tpustrategy._src.data.options import INFINITE_CARDINALITY
+    from tpustrategy._src.data.core.options import INFINITE_CARDINALITY
 
     if is_distributed_dataset(x):
         raise ValueError(

@@ -205,13 +205,23 @@ class ThreadingOptions(_OptionsBase):
       private_threadpool_size: the most worker threads a parallel ``map``
         runs; larger ``num_parallel_calls`` and ``AUTOTUNE`` are capped at
         it. 0 or None: no cap.
-      max_intra_op_parallelism: accepted; no effect (the work inside one
-        element is NumPy's, whose BLAS thread pool is process-wide).
+      max_intra_op_parallelism: the threads NumPy's BLAS may use inside one
+        worker process of a parallel ``map`` (default 1, so that the workers
+        do not oversubscribe the CPUs); no effect on threads (the BLAS pool of
+        this process is process-wide).
+      experimental_worker_processes: tpustrategy's own: where a parallel
+        ``map`` runs its function. None (default): on threads, moving to
+        worker processes once the function is measured to cost 20 µs of CPU
+        or more per element (with 2+ workers and 4+ CPUs: on 2 cores the
+        hand-off costs more than the second core gives); True: processes
+        from the first element; False: threads only. A function that cannot
+        be sent to a process stays on threads with one warning.
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
         "max_intra_op_parallelism": (int, None),
         "private_threadpool_size": (int, None),
+        "experimental_worker_processes": (bool, None),
     }
 
 

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.core.string_scalar import StringScalar
 from tpustrategy._src.data.parsing import _batch_scan, _example_layout
 from tpustrategy._src.data.parsing.example_proto import Example
 
@@ -378,9 +377,9 @@ def parse_single_example(
 
     Returns:
       A dict: a FixedLen feature gives an array of its ``shape`` (a NumPy scalar
-      array for shape ``[]``, and for a scalar string ``bytes`` — a
-      ``StringScalar``, which also answers ``shape`` / ``dtype`` / ``numpy()`` as a
-      0-d string tensor does); a VarLen feature a 1-D array of its values.
+      array for shape ``[]``, and ``bytes`` for a scalar string: strings are
+      ``bytes``, as everywhere in a pipeline); a VarLen feature a 1-D array of
+      its values.
 
     Raises:
       ValueError: as :func:`parse_example`.
@@ -406,5 +405,5 @@ def _one(batched: Any) -> Any:
     if isinstance(batched, tuple):
         return batched[0]
     if batched.ndim == 1 and batched.dtype == object:
-        return StringScalar(batched[0])
+        return bytes(batched[0])
     return batched[0, ...]

@@ -1,0 +1,768 @@
+"""Worker processes for parallel ``map``: a pool fed in chunks, shared memory for big arrays.
+
+Threads share one interpreter lock, so a map function written in Python and
+NumPy does not scale with threads. `ProcessPool` runs the function in worker
+*processes* instead, as Grain's and PyTorch's loaders do:
+
+* Workers are fresh interpreters (``subprocess`` with ``sys.executable``; no
+  fork after JAX/XLA started threads, no re-run of the user's ``__main__`` as
+  ``multiprocessing``'s spawn and forkserver do). A worker imports only
+  ``tpustrategy._src.data`` and NumPy (plus what the function's pickle names),
+  runs with ``JAX_PLATFORMS=cpu`` (it never takes the accelerator) and ignores
+  Ctrl-C, which the parent handles by closing the pool.
+* Messages go over one Unix socket per worker (`Channel`). A message is
+  pickled with protocol 5; NumPy buffers of `SHM_MIN_BYTES` or more (and a
+  pickle longer than `INLINE_MAX_BYTES`) go into the sender's shared-memory
+  arena: an anonymous ``memfd`` of `DEPTH` slots, mapped once by each side
+  (its descriptor travels over the socket when the arena is made or grown).
+  The receiver copies the buffers out (one copy each way) and unpickles;
+  nothing is left in ``/dev/shm`` even if a process dies.
+* A worker holds at most `DEPTH` chunks; socket messages stay small, so a
+  parent sending and a worker sending never block each other.
+* A worker that dies (killed, segfault, ``os._exit``) closes its socket; the
+  parent sees end-of-file and raises `WorkerCrashedError` naming the worker
+  and its exit code at the position of the first chunk it held — never a hang.
+* `ProcessPool.close` ends the workers (socket closed, SIGTERM, then SIGKILL
+  after a grace period) and reaps them; it runs from the owner's weakref
+  finaliser, at interpreter exit (``atexit``) and on a crash.
+
+`ProcessMapRunner` reads chunks of an input iterator, sends them to the pool
+and returns the mapped chunks in input order, each with the input's state
+before it (the same checkpoint positions as the thread version).
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import collections
+import functools
+import inspect
+import mmap
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import types
+import weakref
+from typing import Any
+
+from tpustrategy._src.data.core.iterator import NodeIterator
+from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
+from tpustrategy._src.errors import InternalError
+
+SHM_MIN_BYTES = 1024  # NumPy buffers at least this big travel through shared memory
+INLINE_MAX_BYTES = 32 << 10  # a longer pickle travels through shared memory too
+DEPTH = 2  # chunks a worker may hold (one mapped, one waiting)
+TARGET_CHUNK_S = 0.004  # a chunk's mapping time in a worker (amortises ~100 µs of hand-off)
+MAX_CHUNK = 1024
+START_TIMEOUT_S = 120.0
+_GRACE_S = 2.0
+_POLL_S = 1.0
+_HDR = struct.Struct("<QQII")  # body length, shared-memory length, buffers, payload-in-shm flag
+
+# Messages and bytes this process received through shared memory (for tests and benchmarks).
+STATS = {"shm_messages": 0, "shm_bytes": 0, "worker_map_s": 0.0, "worker_elements": 0, "pools": 0,
+         "pool_start_s": 0.0}
+
+AVAILABLE = hasattr(os, "memfd_create") and hasattr(socket, "CMSG_SPACE") and sys.platform.startswith("linux")
+
+
+class WorkerCrashedError(InternalError):
+    """A worker process of a parallel ``map`` died (``tf.errors.InternalError`` family).
+
+    Raised at the position of the first element the worker held, after every
+    earlier element. Attributes: ``worker`` (its index), ``pid``, ``exitcode``
+    (negative: killed by that signal).
+    """
+
+    def __init__(self, message: str, worker: int = -1, pid: int = -1, exitcode: int | None = None):
+        super().__init__(message)
+        self.worker, self.pid, self.exitcode = worker, pid, exitcode
+
+
+class ThreadFallbackWarning(UserWarning):
+    """A parallel ``map`` whose function cannot go to worker processes runs on threads instead."""
+
+
+class WorkerStartError(RuntimeError):
+    """The workers could not load the function (the caller falls back to threads)."""
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if k == 0:
+            raise EOFError
+        got += k
+    return buf
+
+
+class Channel:
+    """One end of a worker's socket, with the shared memory its messages use.
+
+    Each end owns an *arena* for what it sends: one ``memfd`` of `DEPTH`
+    slots, mapped once (its pages stay faulted in). Message ``m`` uses slot
+    ``m % DEPTH``; the protocol (a worker holds at most `DEPTH` chunks, and
+    the parent waits for ``ready``) guarantees the receiver copied message
+    ``m`` out before message ``m + DEPTH`` is written. A message that does not
+    fit makes a new, larger arena, whose descriptor travels with it (the
+    receiver maps it then and drops its old mapping); the receiver maps the
+    peer's arena read-only, copies each buffer out and unpickles.
+    """
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._out: mmap.mmap | None = None  # my arena
+        self._slot = 0  # its slot size
+        self._sent = 0
+        self._in: mmap.mmap | None = None  # the peer's arena, mapped read-only
+
+    def send(self, obj: Any) -> None:
+        """Sends ``obj``: pickle protocol 5; buffers of `SHM_MIN_BYTES`+ (and a long pickle) in shared memory."""
+        bufs: list[memoryview] = []
+
+        def out_of_band(pb: pickle.PickleBuffer) -> bool:
+            m = pb.raw()
+            if m.nbytes < SHM_MIN_BYTES:
+                return True  # in the pickle
+            bufs.append(m)
+            return False
+
+        payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
+        in_shm = len(payload) > INLINE_MAX_BYTES
+        parts = bufs + [memoryview(payload)] if in_shm else bufs
+        table: list[int] = []
+        fd = -1
+        new_size = 0
+        if parts:
+            need = sum((m.nbytes + 63) & ~63 for m in parts)
+            if need > self._slot:
+                self._slot = max(1 << 20, -(-2 * need // mmap.PAGESIZE) * mmap.PAGESIZE)
+                new_size = DEPTH * self._slot
+                fd = os.memfd_create("tpsd-map", os.MFD_CLOEXEC)
+                try:
+                    os.ftruncate(fd, new_size)
+                    arena = mmap.mmap(fd, new_size)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                if self._out is not None:
+                    self._out.close()
+                self._out = arena
+            assert self._out is not None
+            off = (self._sent % DEPTH) * self._slot
+            view = memoryview(self._out)
+            try:
+                for m in parts:
+                    view[off : off + m.nbytes] = m
+                    table += (off, m.nbytes)
+                    off += (m.nbytes + 63) & ~63
+            finally:
+                view.release()
+        body = struct.pack(f"<{len(table)}Q", *table) + (b"" if in_shm else payload)
+        head = _HDR.pack(len(body), new_size, len(bufs), int(in_shm))
+        try:
+            if fd >= 0:
+                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
+                sent = self.sock.sendmsg([head], anc)
+                if sent < len(head):
+                    self.sock.sendall(head[sent:])
+            else:
+                self.sock.sendall(head)
+            self.sock.sendall(body)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self._sent += 1
+
+    def recv(self) -> Any:
+        """Receives one message; EOFError when the peer is gone."""
+        sock = self.sock
+        head, anc, _flags, _addr = sock.recvmsg(_HDR.size, socket.CMSG_SPACE(4), socket.MSG_WAITALL)
+        fd = -1
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+                for extra in fds[1:]:
+                    os.close(extra)
+                fd = fds[0] if fds else -1
+        try:
+            if not head:
+                raise EOFError
+            if len(head) < _HDR.size:
+                head += _recv_exact(sock, _HDR.size - len(head))
+            body_len, new_size, nbufs, in_shm = _HDR.unpack(head)
+            if fd >= 0:
+                if self._in is not None:
+                    self._in.close()
+                self._in = mmap.mmap(fd, new_size, prot=mmap.PROT_READ)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        body = _recv_exact(sock, body_len)
+        ntab = 2 * (nbufs + in_shm)
+        table = struct.unpack_from(f"<{ntab}Q", body)
+        payload: Any = memoryview(body)[8 * ntab :]
+        buffers: list[bytearray] = []
+        if ntab:
+            assert self._in is not None
+            view = memoryview(self._in)
+            try:
+                for i in range(0, ntab, 2):
+                    off = table[i]
+                    buffers.append(bytearray(view[off : off + table[i + 1]]))
+            finally:
+                view.release()
+            STATS["shm_messages"] += 1
+            STATS["shm_bytes"] += sum(table[1::2])
+            if in_shm:
+                payload = buffers.pop()
+        return pickle.loads(payload, buffers=buffers)
+
+    def close(self) -> None:
+        for mm in (self._out, self._in):
+            if mm is not None:
+                mm.close()
+        self._out = self._in = None
+        self.sock.close()
+
+
+# --------------------------------------------------------------------------- errors across processes
+
+
+class RemoteError:
+    """An exception raised by the map function in a worker, with its traceback text."""
+
+    __slots__ = ("error", "kind", "message", "tb")
+
+    def __init__(self, error: BaseException):
+        self.tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.kind = f"{type(error).__module__}.{type(error).__qualname__}"
+        self.message = str(error)
+        try:
+            self.error: bytes | None = pickle.dumps(error, protocol=5)
+            pickle.loads(self.error)
+        except Exception:
+            self.error = None
+
+    def rebuild(self, worker: int, pid: int) -> BaseException:
+        """The original exception (its type and message), the worker's traceback as a note."""
+        err: BaseException | None = None
+        if self.error is not None:
+            try:
+                err = pickle.loads(self.error)
+            except Exception:
+                err = None
+        if err is None:
+            err = RuntimeError(f"{self.kind}: {self.message}")
+        if hasattr(err, "add_note"):
+            err.add_note(f"Raised by the map function in tpsd map worker {worker} (pid {pid}):\n{self.tb.rstrip()}")
+        return err
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None or code >= 0:
+        return ""
+    try:
+        return f" (killed by {signal.Signals(-code).name})"
+    except ValueError:
+        return f" (killed by signal {-code})"
+
+
+# --------------------------------------------------------------------------- the worker side
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def worker_main(fd: int) -> None:
+    """A worker process: loads the task, then maps chunks until its socket closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    parent = os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tpsd-watch-parent").start()
+    sock = Channel(socket.socket(fileno=fd))
+    try:
+        init = sock.recv()
+    except EOFError:
+        return
+    sys.path[:] = init["sys_path"]
+    try:
+        task = pickle.loads(init["task"])
+    except BaseException as e:
+        sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+        return
+    sock.send(("ready", os.getpid()))
+    while True:
+        try:
+            cid, elems = sock.recv()
+        except (EOFError, ConnectionError, OSError):
+            return
+        outs: list[Any] = []
+        fatal: RemoteError | None = None
+        t0 = time.perf_counter()
+        for x in elems:
+            try:
+                outs.append(task(x))
+            except Exception as e:  # this element's error, delivered in its place
+                outs.append(RemoteError(e))
+            except BaseException as e:  # SystemExit, KeyboardInterrupt: ends the stream
+                fatal = RemoteError(e)
+                break
+        dt = time.perf_counter() - t0
+        try:
+            sock.send(("ok", cid, outs, dt, fatal))
+        except (EOFError, ConnectionError, BrokenPipeError):
+            return
+        except Exception:  # a result that cannot be pickled: fail those elements only
+            fixed = []
+            for out in outs:
+                try:
+                    pickle.dumps(out, protocol=5)
+                    fixed.append(out)
+                except Exception as e:
+                    fixed.append(RemoteError(TypeError(
+                        f"Dataset.map: the map function's result ({type(out).__name__}) cannot be sent from the "
+                        f"worker process: {e}.\nFix: return NumPy arrays, bytes, Python scalars or tuples/dicts "
+                        "of them, or set Options().threading.experimental_worker_processes = False.")))
+            sock.send(("ok", cid, fixed, dt, fatal))
+        if fatal is not None:
+            return
+
+
+# --------------------------------------------------------------------------- can a function be sent?
+
+_JAX_ROOTS = ("jax", "jaxlib", "flax", "optax", "orbax")
+_VALUE_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type, types.ModuleType,
+                type(Ellipsis))
+
+
+def _is_jax(obj: Any) -> bool:
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__
+    else:
+        name = getattr(type(obj), "__module__", "") or ""
+        if isinstance(obj, (types.FunctionType, type)):
+            name = getattr(obj, "__module__", "") or ""
+    return name.split(".")[0] in _JAX_ROOTS
+
+
+def _codes(code: types.CodeType) -> list[types.CodeType]:
+    out = [code]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out += _codes(c)
+    return out
+
+
+def _check_value(obj: Any, where: str, seen: set[int], depth: int = 0) -> str | None:
+    """Why ``obj`` (captured by the function) cannot be copied into a worker, or None."""
+    if id(obj) in seen or depth > 6:
+        return None
+    seen.add(id(obj))
+    if _is_jax(obj):
+        return f"it uses JAX ({where} is {type(obj).__module__}.{type(obj).__qualname__})"
+    if isinstance(obj, _VALUE_TYPES):
+        return None
+    mod = type(obj).__module__ or ""
+    if mod == "numpy" or mod.startswith("numpy."):
+        return None
+    if isinstance(obj, (tuple, list, set, frozenset)):
+        for v in list(obj)[:10_000]:
+            why = _check_value(v, where, seen, depth + 1)
+            if why:
+                return why
+        return None
+    if isinstance(obj, dict):
+        for k, v in list(obj.items())[:10_000]:
+            why = _check_value(k, where, seen, depth + 1) or _check_value(v, where, seen, depth + 1)
+            if why:
+                return why
+        return None
+    if isinstance(obj, (types.FunctionType, types.MethodType, functools.partial)):
+        return _check_callable(obj, seen, depth + 1)
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is None or isinstance(owner, types.ModuleType):
+            return None
+    if mod.startswith("tpustrategy._src.data"):
+        return None  # feature specs, data structures: plain values
+    return (f"it captures a live object ({where} is a {type(obj).__module__}.{type(obj).__qualname__}); "
+            "a copy in another process would not share its state")
+
+
+def _check_callable(fn: Any, seen: set[int], depth: int = 0) -> str | None:
+    if isinstance(fn, functools.partial):
+        for i, a in enumerate(fn.args):
+            why = _check_value(a, f"partial argument {i}", seen, depth + 1)
+            if why:
+                return why
+        for k, a in fn.keywords.items():
+            why = _check_value(a, f"partial argument {k}", seen, depth + 1)
+            if why:
+                return why
+        return _check_callable(fn.func, seen, depth + 1)
+    if isinstance(fn, types.MethodType):
+        why = _check_value(fn.__self__, "the bound instance", seen, depth + 1)
+        return why or _check_callable(fn.__func__, seen, depth + 1)
+    if isinstance(fn, types.FunctionType):
+        if id(fn) in seen and depth:
+            return None
+        seen.add(id(fn))
+        if _is_jax(fn):
+            return f"it is JAX's function {fn.__module__}.{fn.__qualname__}"
+        for cell, name in zip(fn.__closure__ or (), fn.__code__.co_freevars):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            why = _check_value(value, f"the captured variable {name!r}", seen, depth + 1)
+            if why:
+                return why
+        for i, d in enumerate(fn.__defaults__ or ()):
+            why = _check_value(d, f"default argument {i}", seen, depth + 1)
+            if why:
+                return why
+        g = fn.__globals__
+        for code in _codes(fn.__code__):
+            for name in code.co_names:
+                if name in g and _is_jax(g[name]):
+                    return f"it uses JAX (the global {name!r} is {getattr(g[name], '__name__', type(g[name]).__name__)})"
+        return None
+    if isinstance(fn, (types.BuiltinFunctionType, type)):
+        return None
+    call = inspect.getattr_static(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        why = _check_callable(call, seen, depth + 1)
+        if why:
+            return why
+    return _check_value(fn, "the callable object", seen, depth + 1) if not hasattr(fn, "__dict__") else next(
+        (w for k, v in vars(fn).items() if (w := _check_value(v, f"its attribute {k!r}", seen, depth + 1))), None)
+
+
+def pickle_task(task: Any, fn: Any) -> tuple[bytes | None, str]:
+    """``task`` (a callable wrapping ``fn``) pickled for a worker, or (None, why not).
+
+    ``fn`` must pickle (by reference, or by value with cloudpickle when it is
+    installed: lambdas, nested functions, functions of ``__main__``), capture
+    only values (numbers, strings, NumPy arrays, containers of them; no
+    objects with state such as locks, files, iterators or class instances)
+    and not use JAX.
+    """
+    if not AVAILABLE:
+        return None, "worker processes need Linux (memfd shared memory)"
+    why = _check_callable(fn, set())
+    if why:
+        return None, why
+    try:
+        import cloudpickle
+    except ImportError:
+        cloudpickle = None
+    if cloudpickle is None and getattr(fn, "__module__", None) == "__main__":
+        return None, ("it is defined in __main__, which a worker cannot import; install cloudpickle "
+                      "(pip install 'tpustrategy[workers]') or define it in a module")
+    try:
+        payload = (cloudpickle.dumps(task, protocol=5) if cloudpickle is not None
+                   else pickle.dumps(task, protocol=5))
+    except Exception as e:
+        hint = "" if cloudpickle is not None else " (cloudpickle, pip install 'tpustrategy[workers]', pickles lambdas and closures)"
+        return None, f"it cannot be pickled: {type(e).__name__}: {e}{hint}"
+    return payload, ""
+
+
+# --------------------------------------------------------------------------- the pool
+
+_BOOT = ("import sys; sys.path.insert(0, {root!r}); "
+         "from tpustrategy._src.data.parallel.processes import worker_main; worker_main(int(sys.argv[1]))")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+_POOLS: weakref.WeakSet[ProcessPool] = weakref.WeakSet()
+
+
+class _Worker:
+    __slots__ = ("cids", "dead", "index", "pid", "proc", "sock")
+
+    def __init__(self, index: int, proc: subprocess.Popen[bytes], sock: socket.socket):
+        self.index, self.proc, self.sock = index, proc, Channel(sock)
+        self.dead = False
+        self.pid = proc.pid
+        self.cids: collections.deque[int] = collections.deque()
+
+
+class ProcessPool:
+    """``n`` worker processes applying a pickled ``task`` to chunks of elements.
+
+    Args:
+      task: the pickled callable (`pickle_task`).
+      n: the number of workers.
+      intra_op: threads one worker's NumPy/BLAS may use (default 1).
+    """
+
+    def __init__(self, task: bytes, n: int, intra_op: int | None = None):
+        self._task, self._n, self._intra_op = task, n, intra_op
+        self.workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        self.closed = False
+        self.started_s = 0.0
+
+    def start(self) -> None:
+        """Starts the workers and waits until each loaded the task (WorkerStartError if one cannot)."""
+        t0 = time.perf_counter()
+        env = dict(os.environ)
+        env["JAX_PLATFORMS"] = "cpu"
+        threads = str(self._intra_op or 1)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            if self._intra_op or var not in env:
+                env[var] = threads
+        _POOLS.add(self)
+        init = {"sys_path": list(sys.path), "task": self._task}
+        try:
+            for i in range(self._n):
+                mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-c", _BOOT.format(root=_ROOT), str(theirs.fileno())],
+                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, close_fds=True)
+                finally:
+                    theirs.close()
+                with self._lock:
+                    closed = self.closed
+                    if not closed:
+                        self.workers.append(_Worker(i, proc, mine))
+                if closed:  # closed while starting (the owner was dropped): end this one too
+                    mine.close()
+                    proc.kill()
+                    proc.wait()
+                    raise WorkerStartError("the pool was closed while starting")
+            for w in self.workers:
+                w.sock.send(init)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            for w in self.workers:
+                msg = self._recv_start(w, deadline)
+                if msg[0] != "ready":
+                    raise WorkerStartError(f"worker {w.index} could not load the map function:\n{msg[1]}")
+        except BaseException:
+            self.close()
+            raise
+        self.started_s = time.perf_counter() - t0
+        STATS["pools"] += 1
+        STATS["pool_start_s"] += self.started_s
+
+    def _recv_start(self, w: _Worker, deadline: float) -> Any:
+        from multiprocessing.connection import wait
+
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerStartError(f"worker {w.index} (pid {w.pid}) did not start within {START_TIMEOUT_S:.0f} s")
+            if wait([w.sock.sock], min(left, _POLL_S)):
+                try:
+                    return w.sock.recv()
+                except (EOFError, ConnectionError):
+                    code = w.proc.wait(_GRACE_S)
+                    raise WorkerStartError(
+                        f"worker {w.index} (pid {w.pid}) exited with code {code}{_signal_name(code)} while "
+                        "starting") from None
+
+    def free_worker(self) -> _Worker | None:
+        """The worker holding the fewest chunks, if it holds fewer than `DEPTH`."""
+        alive = [w for w in self.workers if not w.dead]
+        if not alive:
+            return None
+        best = min(alive, key=lambda w: len(w.cids))
+        return best if len(best.cids) < DEPTH else None
+
+    def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
+        try:
+            w.sock.send((cid, elems))
+        except (BrokenPipeError, ConnectionError):
+            pass  # the worker died; its end-of-file reports it
+        w.cids.append(cid)
+
+    def receive(self, timeout: float | None) -> list[tuple[_Worker, Any]]:
+        """Messages from the workers (waits up to ``timeout``); ``("crashed", code)`` for a dead worker."""
+        from multiprocessing.connection import wait
+
+        busy = [w for w in self.workers if w.cids]
+        if not busy:
+            return []
+        by_sock = {w.sock.sock: w for w in busy}
+        ready = wait(list(by_sock), timeout)
+        out = []
+        for s in ready:
+            w = by_sock[s]  # type: ignore[index]
+            try:
+                out.append((w, w.sock.recv()))
+            except (EOFError, ConnectionError):
+                try:
+                    code = w.proc.wait(_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    w.proc.kill()
+                    code = w.proc.wait()
+                out.append((w, ("crashed", code)))
+        if not ready:  # a backstop: a worker that died with its socket held elsewhere
+            for w in busy:
+                polled = w.proc.poll()
+                if polled is not None:
+                    out.append((w, ("crashed", polled)))
+        return out
+
+    def crash_error(self, w: _Worker, code: int | None) -> WorkerCrashedError:
+        return WorkerCrashedError(
+            f"Dataset.map: worker process {w.index} (pid {w.pid}) of a parallel map died with exit code "
+            f"{code}{_signal_name(code)} while mapping elements; the elements it held are lost.\n"
+            "Fix: look for what ends the process in the map function (os._exit, a crash in native code, "
+            "running out of memory), or run it in-process with "
+            "Options().threading.experimental_worker_processes = False.",
+            worker=w.index, pid=w.pid, exitcode=code)
+
+    def close(self) -> None:
+        """Ends and reaps every worker (idempotent)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            workers, self.workers = self.workers, []
+        for w in workers:
+            try:
+                w.sock.close()
+            except OSError:
+                pass
+            if w.proc.poll() is None:
+                try:
+                    w.proc.terminate()
+                except OSError:
+                    pass
+        deadline = time.monotonic() + _GRACE_S
+        for w in workers:
+            try:
+                w.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                w.proc.wait()
+        _POOLS.discard(self)
+
+
+@atexit.register
+def _close_all_pools() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
+# --------------------------------------------------------------------------- feeding a pool in order
+
+
+class ProcessMapRunner:
+    """Reads chunks of ``it``, maps them in ``pool``, returns them in input order.
+
+    Each result is ``(state, elements, error)``: the input's state before the
+    chunk, the mapped elements (a `FailedChunk` when some failed, with
+    `ElementError` in their places) and an error that ends the stream after
+    those elements (a crash, an error reading the input, a SystemExit in the
+    function). ``(None, [], None)`` is the end.
+    """
+
+    def __init__(self, pool: ProcessPool, it: NodeIterator, chunk: int = 1):
+        self.pool, self.it = pool, it
+        self.chunk = max(1, min(MAX_CHUNK, chunk))
+        self.next_cid = 0
+        self.take_cid = 0
+        self.states: dict[int, Any] = {}
+        self.done: dict[int, tuple[Any, list[Any], BaseException | None]] = {}
+        self.input_done = False
+        self.dropped: set[int] = set()
+
+    def reset(self) -> None:
+        """Forgets every chunk in flight (after the input's state was set): their results are dropped."""
+        for w in self.pool.workers:
+            self.dropped.update(w.cids)
+        self.take_cid = self.next_cid
+        self.states.clear()
+        self.done.clear()
+        self.input_done = False
+
+    def _dispatch(self) -> None:
+        while not self.input_done:
+            w = self.pool.free_worker()
+            if w is None:
+                return
+            cid = self.next_cid
+            self.next_cid += 1
+            state = None
+            try:
+                state = self.it.get_state()
+                elems = self.it._next_many(self.chunk)
+            except Exception as e:  # an input element's error, delivered in its place
+                self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
+                continue
+            except BaseException as e:
+                self.done[cid] = (None, [], e)
+                self.input_done = True
+                return
+            if not elems:
+                self.done[cid] = (None, [], None)
+                self.input_done = True
+                return
+            self.states[cid] = state
+            self.pool.submit(w, cid, elems)
+
+    def _handle(self, w: _Worker, msg: Any) -> None:
+        if msg[0] == "crashed":
+            err = self.pool.crash_error(w, msg[1])
+            for cid in w.cids:
+                if cid not in self.dropped:
+                    self.done[cid] = (None, [], err)
+            w.cids.clear()
+            w.dead = True
+            return
+        _kind, cid, outs, dt, fatal = msg
+        if w.cids and w.cids[0] == cid:
+            w.cids.popleft()
+        else:
+            w.cids.remove(cid)
+        if cid in self.dropped:
+            self.dropped.discard(cid)
+            return
+        failed = False
+        for i, x in enumerate(outs):
+            if type(x) is RemoteError:
+                outs[i] = ElementError(x.rebuild(w.index, w.pid))  # type: ignore[arg-type]
+                failed = True
+        if failed:
+            outs = FailedChunk(outs)
+        end = fatal.rebuild(w.index, w.pid) if fatal is not None else None
+        STATS["worker_map_s"] += dt
+        STATS["worker_elements"] += len(outs)
+        if outs:
+            per_elem = dt / len(outs)
+            self.chunk = int(min(MAX_CHUNK, max(1, TARGET_CHUNK_S / max(per_elem, 1e-7))))
+        self.done[cid] = (self.states.pop(cid, None), outs, end)
+
+    def next_chunk(self) -> tuple[Any, list[Any], BaseException | None]:
+        while True:
+            self._dispatch()
+            got = self.done.pop(self.take_cid, None)
+            if got is not None:
+                self.take_cid += 1
+                return got
+            if not any(w.cids for w in self.pool.workers):
+                raise InternalError(  # every chunk is either done or held by a worker; this is a bug
+                    f"Dataset.map: chunk {self.take_cid} of a parallel map is neither mapped nor held by a worker.")
+            for w, msg in self.pool.receive(_POLL_S):
+                self._handle(w, msg)
