@@ -203,6 +203,11 @@ def _role(entry: Entry) -> str:
     return "py:func"
 
 
+def _plain(text: str) -> str:
+    """``text`` as reStructuredText that shows it as written (``lower(*args)`` is no emphasis)."""
+    return re.sub(r"([\\*`|]|_(?!\w))", r"\\\1", str(text))
+
+
 def _rst_entry(entry: Entry) -> list[str]:
     obj, full = entry.obj, entry.full
     here = entry.name  # hand-written directives sit under the page's ``py:module``
@@ -210,7 +215,8 @@ def _rst_entry(entry: Entry) -> list[str]:
     if _is_placeholder(obj):
         get = object.__getattribute__
         return [f".. py:data:: {here}", "", f"   TensorFlow: ``{get(obj, 'tf_name')}`` — **not provided**.",
-                "", f"   Why not: {get(obj, 'reason')}", "", f"   Use instead: {get(obj, 'instead')}", ""]
+                "", f"   Why not: {_plain(get(obj, 'reason'))}", "",
+                f"   Use instead: {_plain(get(obj, 'instead'))}", ""]
     if entry.alias_of:
         kind = {"py:class": "py:class", "py:exc": "py:exception", "py:func": "py:function"}.get(_role(entry), "py:data")
         target = _role(entry).split(":")[1]
