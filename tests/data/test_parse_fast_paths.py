@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpustrategy._src.data.parsing import _batch_scan
+from tpustrategy._src.data.parsing import _batch_scan, _batch_templates
 from tpustrategy._src.data.parsing.example import (
     FixedLenFeature,
     VarLenFeature,
@@ -43,12 +43,12 @@ MANIFEST = json.load(
 
 @contextmanager
 def _no_templates():
-    saved = _batch_scan.MAX_TEMPLATES
-    _batch_scan.MAX_TEMPLATES = 0
+    saved = _batch_templates.MAX_TEMPLATES
+    _batch_templates.MAX_TEMPLATES = 0
     try:
         yield
     finally:
-        _batch_scan.MAX_TEMPLATES = saved
+        _batch_templates.MAX_TEMPLATES = saved
 
 
 def _each(batch, specs):
@@ -238,9 +238,9 @@ def test_batches_of_one_layout_take_a_single_template():
     want, _ = _check_all_paths(batch, specs)
     assert want["image"].shape == (64,) and want["label"].dtype == np.int64
     # Labels below 128 take one byte, others two: two layouts, both from the cache next time.
-    _batch_scan._TEMPLATES.clear()
+    _batch_templates._TEMPLATES.clear()
     _joined(batch, _check_features("x", specs))
-    assert len(_batch_scan._TEMPLATES) == 2
+    assert len(_batch_templates._TEMPLATES) == 2
 
 
 def test_a_cached_layout_is_not_used_for_records_it_does_not_match():

@@ -33,45 +33,39 @@ before it (the same checkpoint positions as the thread version).
 
 from __future__ import annotations
 
-import array
 import atexit
 import collections
-import functools
-import inspect
-import mmap
 import os
 import pickle
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 import traceback
-import types
 import weakref
 from typing import Any
 
 from tpustrategy._src.data.core.iterator import NodeIterator
+from tpustrategy._src.data.parallel.channel import AVAILABLE as AVAILABLE
+from tpustrategy._src.data.parallel.channel import DEPTH as DEPTH
+from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MAX_BYTES
+from tpustrategy._src.data.parallel.channel import SHM_MIN_BYTES as SHM_MIN_BYTES
+from tpustrategy._src.data.parallel.channel import STATS as STATS
+from tpustrategy._src.data.parallel.channel import Channel as Channel
+from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name
+from tpustrategy._src.data.parallel.sendable import pickle_task as pickle_task
 from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
 from tpustrategy._src.errors import InternalError
 
-SHM_MIN_BYTES = 1024  # NumPy buffers at least this big travel through shared memory
-INLINE_MAX_BYTES = 32 << 10  # a longer pickle travels through shared memory too
-DEPTH = 2  # chunks a worker may hold (one mapped, one waiting)
 TARGET_CHUNK_S = 0.004  # a chunk's mapping time in a worker (amortises ~100 µs of hand-off)
 MAX_CHUNK = 1024
 START_TIMEOUT_S = 120.0
 _GRACE_S = 2.0
 _POLL_S = 1.0
-_HDR = struct.Struct("<QQII")  # body length, shared-memory length, buffers, payload-in-shm flag
 
-# Messages and bytes this process received through shared memory (for tests and benchmarks).
-STATS = {"shm_messages": 0, "shm_bytes": 0, "worker_map_s": 0.0, "worker_elements": 0, "pools": 0,
-         "pool_start_s": 0.0}
 
-AVAILABLE = hasattr(os, "memfd_create") and hasattr(socket, "CMSG_SPACE") and sys.platform.startswith("linux")
 
 
 class WorkerCrashedError(InternalError):
@@ -93,194 +87,6 @@ class ThreadFallbackWarning(UserWarning):
 
 class WorkerStartError(RuntimeError):
     """The workers could not load the function (the caller falls back to threads)."""
-
-
-# --------------------------------------------------------------------------- messages
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if k == 0:
-            raise EOFError
-        got += k
-    return buf
-
-
-class Channel:
-    """One end of a worker's socket, with the shared memory its messages use.
-
-    Each end owns an *arena* for what it sends: one ``memfd`` of `DEPTH`
-    slots, mapped once (its pages stay faulted in). Message ``m`` uses slot
-    ``m % DEPTH``; the protocol (a worker holds at most `DEPTH` chunks, and
-    the parent waits for ``ready``) guarantees the receiver copied message
-    ``m`` out before message ``m + DEPTH`` is written. A message that does not
-    fit makes a new, larger arena, whose descriptor travels with it (the
-    receiver maps it then and drops its old mapping); the receiver maps the
-    peer's arena read-only, copies each buffer out and unpickles.
-    """
-
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self._out: mmap.mmap | None = None  # my arena
-        self._slot = 0  # its slot size
-        self._sent = 0
-        self._in: mmap.mmap | None = None  # the peer's arena, mapped read-only
-
-    def send(self, obj: Any) -> None:
-        """Sends ``obj``: pickle protocol 5; buffers of `SHM_MIN_BYTES`+ (and a long pickle) in shared memory."""
-        bufs: list[memoryview] = []
-
-        def out_of_band(pb: pickle.PickleBuffer) -> bool:
-            m = pb.raw()
-            if m.nbytes < SHM_MIN_BYTES:
-                return True  # in the pickle
-            bufs.append(m)
-            return False
-
-        payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
-        in_shm = len(payload) > INLINE_MAX_BYTES
-        parts = bufs + [memoryview(payload)] if in_shm else bufs
-        table: list[int] = []
-        fd = -1
-        new_size = 0
-        if parts:
-            need = sum((m.nbytes + 63) & ~63 for m in parts)
-            if need > self._slot:
-                self._slot = max(1 << 20, -(-2 * need // mmap.PAGESIZE) * mmap.PAGESIZE)
-                new_size = DEPTH * self._slot
-                fd = os.memfd_create("tpsd-map", os.MFD_CLOEXEC)
-                try:
-                    os.ftruncate(fd, new_size)
-                    arena = mmap.mmap(fd, new_size)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                if self._out is not None:
-                    self._out.close()
-                self._out = arena
-            assert self._out is not None
-            off = (self._sent % DEPTH) * self._slot
-            view = memoryview(self._out)
-            try:
-                for m in parts:
-                    view[off : off + m.nbytes] = m
-                    table += (off, m.nbytes)
-                    off += (m.nbytes + 63) & ~63
-            finally:
-                view.release()
-        body = struct.pack(f"<{len(table)}Q", *table) + (b"" if in_shm else payload)
-        head = _HDR.pack(len(body), new_size, len(bufs), int(in_shm))
-        try:
-            if fd >= 0:
-                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
-                sent = self.sock.sendmsg([head], anc)
-                if sent < len(head):
-                    self.sock.sendall(head[sent:])
-            else:
-                self.sock.sendall(head)
-            self.sock.sendall(body)
-        finally:
-            if fd >= 0:
-                os.close(fd)
-        self._sent += 1
-
-    def recv(self) -> Any:
-        """Receives one message; EOFError when the peer is gone."""
-        sock = self.sock
-        head, anc, _flags, _addr = sock.recvmsg(_HDR.size, socket.CMSG_SPACE(4), socket.MSG_WAITALL)
-        fd = -1
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds = array.array("i")
-                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-                for extra in fds[1:]:
-                    os.close(extra)
-                fd = fds[0] if fds else -1
-        try:
-            if not head:
-                raise EOFError
-            if len(head) < _HDR.size:
-                head += _recv_exact(sock, _HDR.size - len(head))
-            body_len, new_size, nbufs, in_shm = _HDR.unpack(head)
-            if fd >= 0:
-                if self._in is not None:
-                    self._in.close()
-                self._in = mmap.mmap(fd, new_size, prot=mmap.PROT_READ)
-        finally:
-            if fd >= 0:
-                os.close(fd)
-        body = _recv_exact(sock, body_len)
-        ntab = 2 * (nbufs + in_shm)
-        table = struct.unpack_from(f"<{ntab}Q", body)
-        payload: Any = memoryview(body)[8 * ntab :]
-        buffers: list[bytearray] = []
-        if ntab:
-            assert self._in is not None
-            view = memoryview(self._in)
-            try:
-                for i in range(0, ntab, 2):
-                    off = table[i]
-                    buffers.append(bytearray(view[off : off + table[i + 1]]))
-            finally:
-                view.release()
-            STATS["shm_messages"] += 1
-            STATS["shm_bytes"] += sum(table[1::2])
-            if in_shm:
-                payload = buffers.pop()
-        return pickle.loads(payload, buffers=buffers)
-
-    def close(self) -> None:
-        for mm in (self._out, self._in):
-            if mm is not None:
-                mm.close()
-        self._out = self._in = None
-        self.sock.close()
-
-
-# --------------------------------------------------------------------------- errors across processes
-
-
-class RemoteError:
-    """An exception raised by the map function in a worker, with its traceback text."""
-
-    __slots__ = ("error", "kind", "message", "tb")
-
-    def __init__(self, error: BaseException):
-        self.tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.kind = f"{type(error).__module__}.{type(error).__qualname__}"
-        self.message = str(error)
-        try:
-            self.error: bytes | None = pickle.dumps(error, protocol=5)
-            pickle.loads(self.error)
-        except Exception:
-            self.error = None
-
-    def rebuild(self, worker: int, pid: int) -> BaseException:
-        """The original exception (its type and message), the worker's traceback as a note."""
-        err: BaseException | None = None
-        if self.error is not None:
-            try:
-                err = pickle.loads(self.error)
-            except Exception:
-                err = None
-        if err is None:
-            err = RuntimeError(f"{self.kind}: {self.message}")
-        if hasattr(err, "add_note"):
-            err.add_note(f"Raised by the map function in tpsd map worker {worker} (pid {pid}):\n{self.tb.rstrip()}")
-        return err
-
-
-def _signal_name(code: int | None) -> str:
-    if code is None or code >= 0:
-        return ""
-    try:
-        return f" (killed by {signal.Signals(-code).name})"
-    except ValueError:
-        return f" (killed by signal {-code})"
 
 
 # --------------------------------------------------------------------------- the worker side
@@ -345,146 +151,6 @@ def worker_main(fd: int) -> None:
             sock.send(("ok", cid, fixed, dt, fatal))
         if fatal is not None:
             return
-
-
-# --------------------------------------------------------------------------- can a function be sent?
-
-_JAX_ROOTS = ("jax", "jaxlib", "flax", "optax", "orbax")
-_VALUE_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type, types.ModuleType,
-                type(Ellipsis))
-
-
-def _is_jax(obj: Any) -> bool:
-    if isinstance(obj, types.ModuleType):
-        name = obj.__name__
-    else:
-        name = getattr(type(obj), "__module__", "") or ""
-        if isinstance(obj, (types.FunctionType, type)):
-            name = getattr(obj, "__module__", "") or ""
-    return name.split(".")[0] in _JAX_ROOTS
-
-
-def _codes(code: types.CodeType) -> list[types.CodeType]:
-    out = [code]
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            out += _codes(c)
-    return out
-
-
-def _check_value(obj: Any, where: str, seen: set[int], depth: int = 0) -> str | None:
-    """Why ``obj`` (captured by the function) cannot be copied into a worker, or None."""
-    if id(obj) in seen or depth > 6:
-        return None
-    seen.add(id(obj))
-    if _is_jax(obj):
-        return f"it uses JAX ({where} is {type(obj).__module__}.{type(obj).__qualname__})"
-    if isinstance(obj, _VALUE_TYPES):
-        return None
-    mod = type(obj).__module__ or ""
-    if mod == "numpy" or mod.startswith("numpy."):
-        return None
-    if isinstance(obj, (tuple, list, set, frozenset)):
-        for v in list(obj)[:10_000]:
-            why = _check_value(v, where, seen, depth + 1)
-            if why:
-                return why
-        return None
-    if isinstance(obj, dict):
-        for k, v in list(obj.items())[:10_000]:
-            why = _check_value(k, where, seen, depth + 1) or _check_value(v, where, seen, depth + 1)
-            if why:
-                return why
-        return None
-    if isinstance(obj, (types.FunctionType, types.MethodType, functools.partial)):
-        return _check_callable(obj, seen, depth + 1)
-    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
-        owner = getattr(obj, "__self__", None)
-        if owner is None or isinstance(owner, types.ModuleType):
-            return None
-    if mod.startswith("tpustrategy._src.data"):
-        return None  # feature specs, data structures: plain values
-    return (f"it captures a live object ({where} is a {type(obj).__module__}.{type(obj).__qualname__}); "
-            "a copy in another process would not share its state")
-
-
-def _check_callable(fn: Any, seen: set[int], depth: int = 0) -> str | None:
-    if isinstance(fn, functools.partial):
-        for i, a in enumerate(fn.args):
-            why = _check_value(a, f"partial argument {i}", seen, depth + 1)
-            if why:
-                return why
-        for k, a in fn.keywords.items():
-            why = _check_value(a, f"partial argument {k}", seen, depth + 1)
-            if why:
-                return why
-        return _check_callable(fn.func, seen, depth + 1)
-    if isinstance(fn, types.MethodType):
-        why = _check_value(fn.__self__, "the bound instance", seen, depth + 1)
-        return why or _check_callable(fn.__func__, seen, depth + 1)
-    if isinstance(fn, types.FunctionType):
-        if id(fn) in seen and depth:
-            return None
-        seen.add(id(fn))
-        if _is_jax(fn):
-            return f"it is JAX's function {fn.__module__}.{fn.__qualname__}"
-        for cell, name in zip(fn.__closure__ or (), fn.__code__.co_freevars):
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            why = _check_value(value, f"the captured variable {name!r}", seen, depth + 1)
-            if why:
-                return why
-        for i, d in enumerate(fn.__defaults__ or ()):
-            why = _check_value(d, f"default argument {i}", seen, depth + 1)
-            if why:
-                return why
-        g = fn.__globals__
-        for code in _codes(fn.__code__):
-            for name in code.co_names:
-                if name in g and _is_jax(g[name]):
-                    return f"it uses JAX (the global {name!r} is {getattr(g[name], '__name__', type(g[name]).__name__)})"
-        return None
-    if isinstance(fn, (types.BuiltinFunctionType, type)):
-        return None
-    call = inspect.getattr_static(type(fn), "__call__", None)
-    if isinstance(call, types.FunctionType):
-        why = _check_callable(call, seen, depth + 1)
-        if why:
-            return why
-    return _check_value(fn, "the callable object", seen, depth + 1) if not hasattr(fn, "__dict__") else next(
-        (w for k, v in vars(fn).items() if (w := _check_value(v, f"its attribute {k!r}", seen, depth + 1))), None)
-
-
-def pickle_task(task: Any, fn: Any) -> tuple[bytes | None, str]:
-    """``task`` (a callable wrapping ``fn``) pickled for a worker, or (None, why not).
-
-    ``fn`` must pickle (by reference, or by value with cloudpickle when it is
-    installed: lambdas, nested functions, functions of ``__main__``), capture
-    only values (numbers, strings, NumPy arrays, containers of them; no
-    objects with state such as locks, files, iterators or class instances)
-    and not use JAX.
-    """
-    if not AVAILABLE:
-        return None, "worker processes need Linux (memfd shared memory)"
-    why = _check_callable(fn, set())
-    if why:
-        return None, why
-    try:
-        import cloudpickle
-    except ImportError:
-        cloudpickle = None
-    if cloudpickle is None and getattr(fn, "__module__", None) == "__main__":
-        return None, ("it is defined in __main__, which a worker cannot import; install cloudpickle "
-                      "(pip install 'tpustrategy[workers]') or define it in a module")
-    try:
-        payload = (cloudpickle.dumps(task, protocol=5) if cloudpickle is not None
-                   else pickle.dumps(task, protocol=5))
-    except Exception as e:
-        hint = "" if cloudpickle is not None else " (cloudpickle, pip install 'tpustrategy[workers]', pickles lambdas and closures)"
-        return None, f"it cannot be pickled: {type(e).__name__}: {e}{hint}"
-    return payload, ""
 
 
 # --------------------------------------------------------------------------- the pool

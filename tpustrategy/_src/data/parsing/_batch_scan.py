@@ -41,32 +41,33 @@ messages.
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.parsing._example_layout import _decode_varints as _decode_fixed_varints
+from tpustrategy._src.data.parsing._batch_templates import _parse_by_templates
+from tpustrategy._src.data.parsing._batch_walk import (
+    _EMPTY,
+    _KIND,
+    _LE_F32,
+    _assemble,
+    _Bail,
+    _decode_varints,
+    _object_array,
+    _parse_each,
+)
 from tpustrategy._src.data.parsing.example_proto import BytesList
 from tpustrategy._src.data.parsing.wire import (
     VARINT_PAD,
     WireError,
-    read_packed_varints,
-    read_varint,
     read_varints,
 )
 
 _PAD = bytes(max(VARINT_PAD, 160))  # after the data: reads never leave the buffer
-_INT64 = np.dtype(np.int64)
-_FLOAT32 = np.dtype(np.float32)
-_STRING = np.dtype(object)
-_KIND = {_STRING: 1, _FLOAT32: 2, _INT64: 3}  # Feature's field numbers: bytes/float/int64 list
 _LIST_WIRE_TYPES = {1: (2,), 2: (2, 5), 3: (0, 2)}  # packed, or one value per field
-_LE_F32 = np.dtype("<f4")
 _WIDTH_MASK = np.array([(1 << (8 * w)) - 1 for w in range(9)], dtype=np.uint64)  # low w bytes
 _NO_KEY = np.uint64(2**64 - 1)  # not the code of any key of at most 8 bytes and its length
-_EMPTY = np.zeros(0, dtype=np.int64)
 
 #: Batches smaller than this are walked record by record (the NumPy steps of the
 #: all-at-once walk cost more than they save for a few records).
@@ -74,10 +75,6 @@ MIN_BATCH = 8
 #: Records longer than this on average are walked record by record: joining
 #: them into one buffer would copy more bytes than the walk costs.
 LARGE_RECORD = 16384
-
-
-class _Bail(Exception):
-    """The batch needs protobuf's record-by-record parse."""
 
 
 # What the walks raise on a batch they leave to protobuf (a malformed record's
@@ -309,32 +306,6 @@ def _join(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray) -> np.
     return out
 
 
-def _object_array(values: list[bytes]) -> np.ndarray:
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
-
-
-def _decode_varints(data: np.ndarray, seg_len: np.ndarray, seg_rec: np.ndarray,
-                    n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Values (int64) of the packed varints in ``data`` (runs of ``seg_len`` bytes, one per
-    field, of records ``seg_rec``) and their count per record."""
-    if not data.size:
-        return np.zeros(0, np.int64), np.zeros(n, np.int64)
-    values, last = read_packed_varints(data)
-    if last.size == data.size:
-        per_seg = seg_len
-    else:
-        seg_end = np.cumsum(seg_len)
-        if not (data[seg_end[seg_len > 0] - 1] < 0x80).all():
-            raise _Bail  # a run ends inside a varint
-        upto = np.searchsorted(last, seg_end)
-        per_seg = upto.copy()
-        per_seg[1:] -= upto[:-1]
-    counts = np.bincount(seg_rec, weights=per_seg, minlength=n).astype(np.int64)
-    return values.view(np.int64), counts
-
-
 def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | None:
     """Parses ``batch`` (serialized Examples) for ``specs``, or returns None (see module doc).
 
@@ -358,156 +329,6 @@ def parse_batch(batch: list[bytes], specs: dict[str, Any]) -> dict[str, Any] | N
         return _parse_joined(batch, specs, n)
     except _STEP_ASIDE:
         return None
-
-
-def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[Any]:
-    """Per requested feature of one record: None (missing) or the list of its field payloads
-    (each bytes value, or each packed run of numbers), found by a Python walk."""
-    found: list[Any] = [None] * len(kinds)
-    end = len(rec)
-    if not end:
-        return found
-    if rec[0] != 0x0A:
-        raise _Bail
-    length, i = _varint(rec, 1)
-    if i + length != end:
-        raise _Bail  # another field after `features`, or a bad length
-    while i < end:
-        if rec[i] != 0x0A:
-            raise _Bail
-        length, es = _varint(rec, i + 1)
-        i = es + length
-        if i > end or rec[es] != 0x0A:
-            raise _Bail
-        klen, ks = _varint(rec, es + 1)
-        ke = ks + klen
-        if ke >= i or rec[ke] != 0x12:
-            raise _Bail  # not a canonical map entry
-        key = rec[ks:ke]
-        if not key.isascii():
-            key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
-        length, vs = _varint(rec, ke + 1)
-        if vs + length != i:
-            raise _Bail
-        j = index.get(key)
-        if j is None:
-            continue
-        if found[j] is not None:
-            raise _Bail  # the key twice: protobuf keeps the last
-        pieces: list[bytes] = []
-        found[j] = pieces
-        if vs == i:
-            found[j] = _NO_KIND  # a Feature with no kind: missing
-            continue
-        kind = rec[vs] >> 3
-        length, ls = _varint(rec, vs + 1)
-        if rec[vs] & 7 != 2 or ls + length != i:
-            raise _Bail
-        if kind != kinds[j]:
-            raise _Bail  # a kind mismatch (or an unknown field): protobuf's path
-        while ls < i:  # the list's fields: each bytes value, or one packed run
-            if rec[ls] != 0x0A:
-                raise _Bail  # unpacked numbers or unknown fields
-            length, vs = _varint(rec, ls + 1)
-            ls = vs + length
-            if ls > i:
-                raise _Bail
-            pieces.append(rec[vs:ls])
-    return [None if f is _NO_KIND else f for f in found]
-
-
-_NO_KIND: list[bytes] = []  # a placeholder: the key was seen, its Feature has no kind
-
-
-def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
-    """The record-by-record walk: Python over each record's fields, NumPy per feature."""
-    index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
-    kinds = [_KIND[spec.dtype] for spec in specs.values()]
-    if n == 1:
-        return _parse_one(batch[0], specs, index, kinds)
-    pieces: list[list[bytes]] = [[] for _ in kinds]
-    piece_rec: list[list[int]] = [[] for _ in kinds]
-    present: list[list[int]] = [[] for _ in kinds]
-    for r, rec in enumerate(batch):
-        for j, got in enumerate(_walk_record(rec, index, kinds)):
-            if got is not None:
-                present[j].append(r)
-                pieces[j] += got
-                piece_rec[j] += [r] * len(got)
-    out: dict[str, Any] = {}
-    for j, (key, spec) in enumerate(specs.items()):
-        seg_rec = np.array(piece_rec[j], dtype=np.int64)
-        if kinds[j] == 1:
-            values: Any = _object_array(pieces[j])
-            counts = np.bincount(seg_rec, minlength=n).astype(np.int64)
-        else:
-            seg_len = np.fromiter(map(len, pieces[j]), np.int64, len(pieces[j]))
-            data = np.frombuffer(b"".join(pieces[j]), np.uint8)
-            if kinds[j] == 2:
-                if (seg_len % 4).any():
-                    raise _Bail
-                values = data.view(_LE_F32).astype(np.float32)
-                counts = np.bincount(seg_rec, weights=seg_len // 4, minlength=n).astype(np.int64)
-            else:
-                values, counts = _decode_varints(data, seg_len, seg_rec, n)
-        out[key] = _assemble(spec, values, counts, np.array(present[j], dtype=np.int64), n)
-    return out
-
-
-def _parse_one(rec: bytes, specs: dict[str, Any], index: dict[bytes, int],
-               kinds: list[int]) -> dict[str, Any]:
-    """One record (a batch of one), with as few array steps as possible."""
-    out: dict[str, Any] = {}
-    for (key, spec), kind, got in zip(specs.items(), kinds, _walk_record(rec, index, kinds)):
-        shape = getattr(spec, "shape", None)
-        if got is None:
-            if shape is None:
-                out[key] = (_object_array([]) if kind == 1 else np.zeros(0, spec.dtype),
-                            np.zeros(1, np.int64))
-                continue
-            if spec._default is None:
-                raise _Bail  # a missing required feature: protobuf's path raises it
-            out[key] = spec._default.reshape((1, *shape)).copy()
-            continue
-        if kind == 1:
-            values: Any = _object_array(got)
-        else:
-            data = got[0] if len(got) == 1 else b"".join(got)
-            if kind == 2:
-                if len(data) % 4:
-                    raise _Bail
-                values = np.frombuffer(data, _LE_F32).astype(np.float32)
-            elif len(data) <= 32:
-                values = np.array(_small_varints(data), dtype=np.int64)
-            else:
-                raise _Bail  # many varints of one record: protobuf's C decoder is quicker
-        if shape is None:
-            out[key] = (values, np.array([values.size], np.int64))
-        elif values.size != math.prod(shape):
-            raise _Bail  # a wrong count: protobuf's path raises it
-        else:
-            out[key] = values.reshape((1, *shape))
-    return out
-
-
-def _small_varints(data: bytes) -> list[int]:
-    """The int64 values of a short run of packed varints (``wire.read_varint`` one by one)."""
-    values = []
-    i, end = 0, len(data)
-    while i < end:
-        value, i = read_varint(data, i, end)
-        values.append(value - (1 << 64) if value >> 63 else value)
-    return values
-
-
-def _varint(rec: bytes, i: int) -> tuple[int, int]:
-    """``wire.read_varint`` with the one-byte case inline; bails past the record's end."""
-    if i >= len(rec):
-        raise _Bail
-    byte = rec[i]
-    if byte < 0x80:
-        return byte, i + 1
-    return read_varint(rec, i)
 
 
 def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
@@ -635,228 +456,6 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
     return out
 
 
-#: At most this many layouts are tried per batch, each taking at least this
-#: share of the records left (else the batch is walked field by field).
-MAX_TEMPLATES = 4
-MIN_TEMPLATE_SHARE = 0.25
-
-
-def _parse_by_templates(batch: list[bytes], specs: dict[str, Any], n: int, joined: bytes,
-                        buf: np.ndarray, lens: np.ndarray,
-                        starts: np.ndarray) -> dict[str, Any] | None:
-    """Parses the batch as a few groups of records that each share one byte layout, or None.
-
-    The first record not yet parsed is walked in Python (:func:`_layout`): where
-    its requested values lie, and which bytes are structure (tags, lengths,
-    keys) rather than values. The records of its length whose structure bytes
-    are the same -- and, for int64 values, whose varints have the same widths --
-    have their values at the same offsets; they are read for all those records
-    at once. Records of other layouts wait for the next template.
-    """
-    kinds = [_KIND[spec.dtype] for spec in specs.values()]
-    request = tuple(zip(specs, kinds))
-    left = np.arange(n)
-    groups: list[tuple[np.ndarray, list[Any]]] = []
-    while left.size:
-        if len(groups) == MAX_TEMPLATES:
-            return None
-        first = int(left[0])
-        same = left[lens[left] == lens[first]]
-        if same.size < MIN_TEMPLATE_SHARE * left.size:
-            return None
-        cache_key = (request, int(lens[first]))
-        template = _TEMPLATES.get(cache_key)
-        rows = None
-        if template is not None:
-            rows = _matching(buf, starts, same, template[0])
-            if not rows.size or rows[0] != first:
-                rows = None  # the cached layout is not this record's: walk it
-        if rows is None:
-            index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
-            template = _layout(batch[first], index, kinds)
-            if len(_TEMPLATES) >= _MAX_CACHED:
-                _TEMPLATES.clear()
-            _TEMPLATES[cache_key] = template
-            rows = _matching(buf, starts, same, template[0])
-        assert template is not None
-        groups.append((rows, _read_group(joined, buf, starts[rows], template[1], kinds)))
-        if rows.size == left.size:
-            break
-        done = np.zeros(n, dtype=bool)
-        done[rows] = True
-        left = left[~done[left]]
-    out: dict[str, Any] = {}
-    for j, (key, spec) in enumerate(specs.items()):
-        parts = [(rows, got[j]) for rows, got in groups]
-        out[key] = _merge(spec, parts, n)
-    return out
-
-
-# Layouts seen before, by (requested keys and kinds, record length): a batch
-# usually has the layout of the one before it. A cached layout is only used
-# for records whose structure bytes it matches, so any layout may be tried.
-_TEMPLATES: dict[tuple[Any, int], tuple[Any, list[Any]]] = {}
-_MAX_CACHED = 64
-
-
-def _matching(buf: np.ndarray, starts: np.ndarray, same: np.ndarray,
-              structure: tuple[np.ndarray, ...]) -> np.ndarray:
-    """The records among ``same`` (all of the layout's length) whose structure matches it."""
-    cols, expect, cont_cols, cont_expect = structure
-    base = starts[same]
-    ok = (buf[base[:, None] + cols] == expect).all(axis=1)
-    if cont_cols.size:
-        ok &= ((buf[base[:, None] + cont_cols] >= 0x80) == cont_expect).all(axis=1)
-    rows: np.ndarray = same[ok]
-    return rows
-
-
-def _layout(rec: bytes, index: dict[bytes, int],
-            kinds: list[int]) -> tuple[tuple[np.ndarray, ...], list[Any]]:
-    """One record's layout: its structure bytes and, per requested feature, where its values lie.
-
-    Returns ``((cols, expect, cont_cols, cont_expect), plans)``: the positions
-    and values of the structure bytes; the positions of int64 payload bytes and
-    their continuation bits; per feature None (missing) or ``(spans, widths)``
-    -- the value spans (one per bytes value, one per packed run) and, for
-    int64, each varint's width.
-    """
-    end = len(rec)
-    values = np.zeros(end, dtype=bool)  # bytes that are values (not compared)
-    cont_cols: list[np.ndarray] = []
-    plans: list[Any] = [None] * len(kinds)
-    if end:
-        if rec[0] != 0x0A:
-            raise _Bail
-        length, i = _varint(rec, 1)
-        if i + length != end:
-            raise _Bail
-        seen = 0
-        while i < end:
-            if rec[i] != 0x0A:
-                raise _Bail
-            length, es = _varint(rec, i + 1)
-            i = es + length
-            if i > end or rec[es] != 0x0A:
-                raise _Bail
-            klen, ks = _varint(rec, es + 1)
-            ke = ks + klen
-            if ke >= i or rec[ke] != 0x12:
-                raise _Bail
-            key = rec[ks:ke]
-            if not key.isascii():
-                key.decode("utf-8")
-            length, vs = _varint(rec, ke + 1)
-            if vs + length != i:
-                raise _Bail
-            j = index.get(key)
-            if j is None:
-                values[vs:i] = True  # an unrequested feature: its contents are not looked at
-                continue
-            if seen >> j & 1:
-                raise _Bail
-            seen |= 1 << j
-            if vs == i:
-                continue
-            length, ls = _varint(rec, vs + 1)
-            if rec[vs] & 7 != 2 or ls + length != i or rec[vs] >> 3 != kinds[j]:
-                raise _Bail
-            spans = []
-            while ls < i:
-                if rec[ls] != 0x0A:
-                    raise _Bail
-                length, s = _varint(rec, ls + 1)
-                ls = s + length
-                if ls > i:
-                    raise _Bail
-                spans.append((s, ls))
-                values[s:ls] = True
-            widths = None
-            if kinds[j] == 2 and any((e - s) % 4 for s, e in spans):
-                raise _Bail
-            if kinds[j] == 3:
-                payload = np.concatenate([np.arange(s, e) for s, e in spans] or [_EMPTY])
-                cont = np.frombuffer(rec, np.uint8)[payload] >= 0x80
-                if cont.size and cont[-1]:
-                    raise _Bail
-                stops = np.flatnonzero(~cont)
-                widths = np.diff(np.concatenate([[-1], stops])).tolist()
-                if any(w > 10 for w in widths):
-                    raise _Bail
-                cont_cols.append(payload)
-                for s, e in spans:  # a run must end at a varint's end
-                    if e > s and rec[e - 1] >= 0x80:
-                        raise _Bail
-            plans[j] = (spans, widths)
-    cols = np.flatnonzero(~values)
-    expect = np.frombuffer(rec, np.uint8)[cols]
-    cc = np.concatenate(cont_cols) if cont_cols else _EMPTY
-    cont_expect = np.frombuffer(rec, np.uint8)[cc] >= 0x80 if cc.size else np.zeros(0, bool)
-    return (cols, expect, cc, cont_expect), plans
-
-
-def _read_group(joined: bytes, buf: np.ndarray, base: np.ndarray, plans: list[Any],
-                kinds: list[int]) -> list[Any]:
-    """Per feature: None (missing in the group) or (values record-major, count per record)."""
-    got: list[Any] = []
-    offsets = base.tolist()
-    for plan, kind in zip(plans, kinds):
-        if plan is None:
-            got.append(None)
-            continue
-        spans, widths = plan
-        if kind == 1:
-            if len(spans) == 1:
-                s, e = spans[0]
-                flat = [joined[o + s : o + e] for o in offsets]
-            else:
-                flat = [joined[o + s : o + e] for o in offsets for s, e in spans]
-            got.append((_object_array(flat), len(spans)))
-            continue
-        cols = np.concatenate([np.arange(s, e) for s, e in spans] or [_EMPTY])
-        block = buf[base[:, None] + cols]
-        if kind == 2:
-            values = block.view(_LE_F32).astype(np.float32).reshape(-1)
-            got.append((values, cols.size // 4))
-        else:
-            values = _decode_fixed_varints(block, widths).reshape(-1)
-            got.append((values, len(widths)))
-    return got
-
-
-def _merge(spec: Any, parts: list[tuple[np.ndarray, Any]], n: int) -> Any:
-    """One feature's result from its groups' values."""
-    shape = getattr(spec, "shape", None)
-    dtype = spec.dtype
-    if shape is not None:
-        size = math.prod(shape)
-        for _rows, got in parts:
-            if got is None and spec._default is None:
-                raise _Bail  # a missing required feature: protobuf's path raises it
-            if got is not None and got[1] != size:
-                raise _Bail  # a wrong count: protobuf's path raises it
-        if len(parts) == 1 and parts[0][1] is not None:
-            return parts[0][1][0].reshape((n, *shape))
-        out = np.empty((n, size), dtype=dtype)
-        for rows, got in parts:
-            out[rows] = spec._default.reshape(1, size) if got is None else got[0].reshape(rows.size, size)
-        return out.reshape((n, *shape))
-    counts = np.zeros(n, np.int64)
-    pieces, piece_rows = [], []
-    for rows, got in parts:
-        if got is None or not got[1]:
-            continue
-        counts[rows] = got[1]
-        pieces.append(got[0])
-        piece_rows.append(np.repeat(rows, got[1]))
-    if not pieces:
-        return _object_array([]) if dtype == _STRING else np.zeros(0, dtype), counts
-    if len(pieces) == 1:
-        return pieces[0], counts
-    order = np.argsort(np.concatenate(piece_rows), kind="stable")
-    return np.concatenate(pieces)[order], counts
-
-
 def _bytes_lists(joined: bytes, ls: np.ndarray, le: np.ndarray, rec: np.ndarray,
                  n: int) -> tuple[np.ndarray, np.ndarray]:
     """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``), parsed by
@@ -901,19 +500,3 @@ def _check_utf8_keys(joined: bytes, key_s: np.ndarray, key_e: np.ndarray) -> Non
         raise _Bail from None
 
 
-def _assemble(spec: Any, values: np.ndarray, counts: np.ndarray, present: np.ndarray,
-              n: int) -> Any:
-    shape = getattr(spec, "shape", None)
-    if shape is None:  # VarLenFeature
-        return values, counts
-    size = math.prod(shape)
-    if (counts[present] != size).any():
-        raise _Bail  # a wrong count: protobuf's path raises it
-    if present.size == n:
-        return values.reshape((n, *shape))
-    if spec._default is None:
-        raise _Bail  # a missing required feature: protobuf's path raises it
-    out = np.empty((n, size), dtype=values.dtype)
-    out[:] = spec._default.reshape(1, size)
-    out[present] = values.reshape(present.size, size)
-    return out.reshape((n, *shape))

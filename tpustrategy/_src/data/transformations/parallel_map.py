@@ -1,0 +1,413 @@
+"""A parallel ``map``'s iterator: worker threads, and worker processes for costly Python/NumPy
+functions (`ParallelMapIterator`; the pool itself is `data.parallel.processes`).
+
+Threads start mapping at once and measure the function's CPU time per element; from
+`PROCESS_MIN_ELEM_S` (and where the dataset allows processes) a pool starts in the background
+and the stream moves to it at a chunk boundary. Results come in input order with the input's
+state before each chunk, so checkpoints are exact whichever side mapped them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from tpustrategy._src.data.core.iterator import NodeIterator, check_state
+from tpustrategy._src.data.parallel import processes
+from tpustrategy._src.data.parallel.threads import (
+    ElementError,
+    FailedChunk,
+    WorkerOwner,
+    shutdown_workers,
+    start_thread,
+    stop_workers,
+    take_from_chunk,
+)
+from tpustrategy._src.data.transformations.calling import call_map_fn
+
+PROCESS_MIN_ELEM_S = 20e-6  # CPU time per element from which worker processes pay off
+_PROBE_MIN_ELEMS = 8
+_PROBE_MIN_S = 0.002
+
+
+class _MapShared:
+    """State shared by a `ParallelMapIterator` and its worker threads."""
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False):
+        self.cond = threading.Condition()
+        self.input_lock = threading.Lock()
+        self.it, self.fn = it, fn
+        self.next_id = 0
+        self.results: dict[int, tuple[Any, list[Any], BaseException | None]] = {}
+        self.inflight = 0
+        self.max_inflight = 2 * workers
+        self.input_done = False
+        self.stop = False
+        self.chunk = 1
+        self.threads: list[threading.Thread] = []
+        # Measuring fn (CPU time, not wall time: waiting for the GIL is not fn's cost) to choose processes.
+        self.probe = probe
+        self.probe_warm = True
+        self.probe_n = 0
+        self.probe_t = 0.0
+        self.switch = False  # fn is costly: the rest of the stream goes to processes
+        self.per_elem = 0.0
+        self.pool: processes.ProcessPool | None = None
+        self.pool_state: str | None = None  # "starting", "ready" (the threads stop reading), "failed"
+        self.pool_error: BaseException | None = None
+
+
+def _start_pool(sh: _MapShared) -> None:
+    """Starts ``sh.pool`` (in a thread: the map threads go on meanwhile); at ready, the threads stop reading."""
+    assert sh.pool is not None
+    err: BaseException | None = None
+    try:
+        sh.pool.start()
+    except BaseException as e:  # reported by the consumer (a warning), which stays on threads
+        err = e
+    with sh.cond:
+        sh.pool_error = err
+        sh.pool_state = "failed" if err is not None else "ready"
+        if err is None:
+            sh.input_done = True
+        sh.cond.notify_all()
+
+
+def _handover_due(sh: _MapShared) -> bool:
+    return sh.switch and sh.pool_state != "starting"
+
+
+def _probe(sh: _MapShared, n: int, cpu: float) -> None:
+    """Adds a chunk's CPU time to the measurement; asks for processes when ``fn`` is costly enough."""
+    with sh.cond:
+        if not sh.probe:
+            return
+        if sh.probe_warm:  # the first call pays for imports and caches
+            sh.probe_warm = False
+            return
+        sh.probe_n += n
+        sh.probe_t += cpu
+        if sh.probe_n >= _PROBE_MIN_ELEMS or sh.probe_t >= _PROBE_MIN_S:
+            sh.probe = False
+            sh.per_elem = sh.probe_t / max(1, sh.probe_n)
+            if sh.per_elem >= PROCESS_MIN_ELEM_S:
+                sh.switch = True  # the consumer starts a pool; the threads go on until it is ready
+                sh.cond.notify_all()
+
+
+def _map_worker(sh: _MapShared) -> None:
+    while True:
+        with sh.cond:
+            while not sh.stop and not sh.input_done and sh.inflight >= sh.max_inflight:
+                sh.cond.wait()
+            if sh.stop or sh.input_done:
+                return
+            sh.inflight += 1
+        with sh.input_lock:
+            if sh.stop or sh.input_done:
+                with sh.cond:
+                    sh.inflight -= 1
+                    sh.cond.notify_all()
+                return
+            cid = sh.next_id
+            sh.next_id += 1
+            state = None
+            try:
+                state = sh.it.get_state()
+                elems = sh.it._next_many(sh.chunk)
+            except Exception as e:  # an input element's error, delivered in its place
+                with sh.cond:
+                    sh.results[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    sh.cond.notify_all()
+                continue
+            except BaseException as e:
+                with sh.cond:
+                    sh.results[cid] = (None, [], e)
+                    sh.input_done = True
+                    sh.cond.notify_all()
+                return
+            if not elems:
+                sh.input_done = True
+        outs: list[Any] = []
+        err: BaseException | None = None
+        fn = sh.fn
+        t0 = time.perf_counter()
+        c0 = time.thread_time() if sh.probe else 0.0
+        failed = False
+        for x in elems:
+            try:
+                outs.append(call_map_fn(fn, x))
+            except Exception as e:  # fails only this element (TensorFlow's rule)
+                outs.append(ElementError(e))
+                failed = True
+            except BaseException as e:
+                err = e
+                break
+        if failed:
+            outs = FailedChunk(outs)
+        per_elem = (time.perf_counter() - t0) / max(1, len(outs))
+        sh.chunk = int(min(1024, max(1, 0.001 / max(per_elem, 1e-7))))
+        if sh.probe and outs:
+            _probe(sh, len(outs), time.thread_time() - c0)
+        with sh.cond:
+            sh.results[cid] = (state, outs, err)
+            if err is not None or not elems:
+                sh.input_done = True
+            sh.cond.notify_all()
+        if err is not None or not elems:
+            return
+
+
+class ParallelMapIterator(WorkerOwner, NodeIterator):
+    """Maps chunks of elements in ``workers`` threads or processes, delivering them in order.
+
+    Args:
+      it: the input iterator (owned).
+      fn: the map function.
+      workers: the number of workers.
+      mode: "off" (threads), "on" (processes from the start) or "auto"
+        (threads, moving to processes when ``fn`` is measured to be costly).
+      task: returns ``fn`` pickled for the workers, or None (after warning).
+      intra_op: threads NumPy/BLAS may use inside one worker process.
+      warn: warns (once per dataset) that ``fn`` stays on threads, and why.
+      owner: the dataset, which keeps the pool of an iterator that ended
+        normally for `PARK_S` seconds, for its next iterator.
+    """
+
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
+                 task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
+                 warn: Callable[[str], None] | None = None, owner: Any = None):
+        self._it, self._fn, self._workers = it, fn, workers
+        self._owner = owner
+        self._mode = mode if task is not None else "off"
+        self._task, self._intra_op, self._warn = task, intra_op, warn
+        self._sh: _MapShared | None = None
+        self._finalizer: Any = None
+        self._runner: processes.ProcessMapRunner | None = None
+        self._pool_finalizer: Any = None
+        self._take_id = 0
+        self._chunk: list[Any] = []
+        self._pos = 0
+        self._chunk_state: Any = None
+        self._done = False
+
+    def _start(self) -> None:
+        self._chunk_state = self._it.get_state()
+        if self._mode == "on" and self._start_processes(1):
+            return
+        self._start_threads()
+
+    def _start_threads(self) -> _MapShared:
+        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto")
+        self._take_id = 0
+        for i in range(self._workers):
+            sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
+        self._sh = sh
+        self._finalizer = weakref.finalize(self, shutdown_workers, sh)
+        return sh
+
+    def _start_processes(self, chunk: int) -> bool:
+        """Starts the worker processes (at a chunk boundary); False (threads from now on) if they cannot run ``fn``."""
+        self._mode = "off"  # one try per iterator
+        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        if pool is not None:
+            self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            return True
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            return False
+        pool = processes.ProcessPool(payload, self._workers, self._intra_op)
+        try:
+            pool.start()
+        except processes.WorkerStartError as e:
+            if self._warn is not None:
+                self._warn(f"a worker process could not load it: {e}")
+            return False
+        self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
+        self._pool_finalizer = weakref.finalize(self, pool.close)
+        return True
+
+    def _end_processes(self) -> None:
+        """Closes the pool (running or starting), if any."""
+        self._runner = None
+        if self._pool_finalizer is not None:
+            self._pool_finalizer()  # runs pool.close once
+
+    def _park(self) -> None:
+        """At the normal end: hands an idle, healthy pool to the dataset for its next iterator."""
+        runner = self._runner
+        if runner is None or self._owner is None:
+            return
+        pool = runner.pool
+        if pool.closed or any(w.cids or w.dead for w in pool.workers):
+            return
+        self._runner = None
+        self._pool_finalizer.detach()
+        self._pool_finalizer = None
+        self._owner._park_pool(pool)
+
+    def _stop(self) -> None:
+        sh = self._sh
+        super()._stop()
+        if sh is not None and sh.pool is not None and self._runner is None:
+            self._end_processes()  # a pool still starting is not handed over
+
+    def _launch_pool(self, sh: _MapShared) -> None:
+        """Starts a pool in the background while the threads go on, or stays on threads (after one warning)."""
+        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        if pool is not None:
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            with sh.cond:
+                sh.pool, sh.pool_state, sh.input_done = pool, "ready", True
+                sh.cond.notify_all()
+            return
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            self._mode, sh.switch = "off", False
+            return
+        pool = processes.ProcessPool(payload, self._workers, self._intra_op)
+        self._pool_finalizer = weakref.finalize(self, pool.close)
+        with sh.cond:
+            sh.pool, sh.pool_state = pool, "starting"
+        sh.threads.append(start_thread(_start_pool, (sh,), "tpsd-map-pool-start"))
+
+    def _switch_step(self, sh: _MapShared) -> bool:
+        """One step of moving to processes (launch, give up, stop the threads, hand over); True if it acted."""
+        if sh.pool_state is None:
+            self._launch_pool(sh)
+            return True
+        if sh.pool_state == "starting":
+            return False  # the threads go on meanwhile
+        if sh.pool_state == "failed":
+            self._mode, sh.switch = "off", False
+            self._end_processes()
+            if self._warn is not None:
+                self._warn(f"a worker process could not load it: {sh.pool_error}")
+            return True
+        if sh.threads:  # ready: the threads finish the chunks they took (their results stay in order)
+            stop_workers(sh)
+            return True
+        if self._take_id in sh.results:
+            return False  # deliver what the threads mapped first
+        # Every chunk read before the pool was ready is delivered: the rest goes to processes.
+        self._finalizer.detach()
+        self._sh = None
+        assert sh.pool is not None
+        chunk = int(processes.TARGET_CHUNK_S / max(sh.per_elem, 1e-7))
+        self._runner = processes.ProcessMapRunner(sh.pool, self._it, chunk)
+        return True
+
+    def _fill(self) -> bool:
+        if self._done:
+            return False
+        while True:
+            if self._runner is not None:
+                return self._fill_from_processes()
+            sh = self._sh
+            if sh is None:
+                self._start()
+                continue
+            if sh.switch and self._switch_step(sh):
+                continue
+            with sh.cond:
+                while self._take_id not in sh.results and not sh.stop and not _handover_due(sh):
+                    sh.cond.wait()
+                got = sh.results.pop(self._take_id, None)
+                if got is not None:
+                    self._take_id += 1
+                    sh.inflight -= 1
+                    sh.cond.notify_all()
+            if got is not None:
+                break
+            if sh.switch:
+                continue
+            self._done = True
+            return False
+        state, outs, err = got
+        return self._take(state, outs, err)
+
+    def _fill_from_processes(self) -> bool:
+        assert self._runner is not None
+        try:
+            state, outs, err = self._runner.next_chunk()
+        except BaseException:
+            self._done = True
+            self._end_processes()
+            raise
+        if err is not None and not outs:
+            self._end_processes()
+        return self._take(state, outs, err)
+
+    def _take(self, state: Any, outs: list[Any], err: BaseException | None) -> bool:
+        if err is not None:
+            if outs:
+                self._pending = err
+            else:
+                self._done = True
+                raise err
+        elif not outs:
+            self._done = True
+            self._park()
+            return False
+        if state is not None:
+            self._chunk_state = state
+        self._chunk, self._pos = outs, 0
+        self._failed = type(outs) is FailedChunk
+        return True
+
+    _failed = False
+    _pending: BaseException | None = None
+
+    def _raise_pending(self) -> None:
+        err, self._pending = self._pending, None
+        self._done = True
+        self._end_processes()
+        raise err  # type: ignore[misc]
+
+    def __next__(self) -> Any:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                raise StopIteration
+        x = self._chunk[self._pos]
+        self._pos += 1
+        if self._failed and type(x) is ElementError:
+            raise x.error
+        return x
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                return []
+        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
+        if err is not None:
+            raise err
+        return out
+
+    def get_state(self) -> dict[str, Any]:
+        if self._sh is None and self._runner is None and self._chunk_state is None:
+            return {"input": self._it.get_state(), "skip": 0}
+        return {"input": self._chunk_state, "skip": self._pos}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "skip"), "parallel map")
+        self._stop()
+        if self._runner is not None:
+            self._runner.reset()  # chunks in flight are dropped; the pool stays
+        self._it.set_state(state["input"])
+        self._it._skip(int(state["skip"]))
+        self._chunk, self._pos, self._chunk_state = [], 0, None
+        self._done, self._pending = False, None
+        if self._runner is not None:
+            self._chunk_state = self._it.get_state()
+
+    def close(self) -> None:
+        self._end_processes()
+        super().close()
