@@ -22,41 +22,12 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
+from tests.checkpoint.crash_points import Crash, Killed
 from tests.multiprocess.harness import REPO, clean_env
 from tpustrategy._src.checkpoint import files
 from tpustrategy.errors import PermissionDeniedError, ResourceExhaustedError
 
 HERE = os.path.dirname(__file__)
-
-
-class Killed(BaseException):
-    """The simulated death of the process."""
-
-
-class Crash:
-    """Counts file operations; from call ``at`` on, every one raises `Killed`."""
-
-    OPS = [(os, "rename"), (os, "replace"), (os, "makedirs"), (os, "fsync"), (shutil, "rmtree"),
-           (shutil, "copytree")]
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, at: int | None):
-        self.calls, self.at, self.dead = 0, at, False
-        for module, name in self.OPS:
-            original = getattr(module, name)
-            monkeypatch.setattr(module, name, self._wrap(original))
-        self._undo = monkeypatch
-
-    def _wrap(self, original):
-        def op(*args, **kwargs):
-            self.calls += 1
-            if self.dead or (self.at is not None and self.calls >= self.at):
-                self.dead = True
-                raise Killed(f"killed at file operation {self.calls}")
-            return original(*args, **kwargs)
-        return op
-
-    def stop(self) -> None:
-        self._undo.undo()
 
 
 def _state(value: float) -> tps.train.Checkpoint:

@@ -22,39 +22,19 @@ import numpy as np
 import pytest
 
 import tpustrategy as tps
+from tests.checkpoint import crash_points
+from tests.checkpoint.crash_points import Killed
 from tests.multiprocess.harness import REPO, clean_env
 from tpustrategy._src.checkpoint import files
 
 HERE = os.path.dirname(__file__)
 
 
-class Killed(BaseException):
-    """The simulated death of the process."""
-
-
-class Crash:
-    """Counts file operations; from call ``at`` on, every one raises `Killed`."""
+class Crash(crash_points.Crash):
+    """Also the single unlinks and rmdirs inside a folder's deletion."""
 
     OPS = [(os, "rename"), (os, "replace"), (os, "makedirs"), (os, "mkdir"), (os, "fsync"),
            (os, "unlink"), (os, "remove"), (os, "rmdir"), (shutil, "rmtree"), (shutil, "copytree")]
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, at: int | None):
-        self.calls, self.at, self.dead = 0, at, False
-        self._undo = monkeypatch
-        for module, name in self.OPS:
-            monkeypatch.setattr(module, name, self._wrap(getattr(module, name)))
-
-    def _wrap(self, original):
-        def op(*args, **kwargs):
-            self.calls += 1
-            if self.dead or (self.at is not None and self.calls >= self.at):
-                self.dead = True
-                raise Killed(f"killed at file operation {self.calls}")
-            return original(*args, **kwargs)
-        return op
-
-    def stop(self) -> None:
-        self._undo.undo()
 
 
 def _state(value: int) -> tps.train.Checkpoint:
