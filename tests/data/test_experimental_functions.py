@@ -58,7 +58,7 @@ def test_transformation_forms_apply_like_the_methods():
     assert [int(x) for x in ds.apply(X.shuffle_and_repeat(6, count=2, seed=1))] != list(range(6)) * 2
     assert sorted(int(x) for x in ds.apply(X.shuffle_and_repeat(6, count=2, seed=1))) == sorted(list(range(6)) * 2)
     assert [int(x) for x in ds.batch(4).apply(X.unbatch())] == list(range(6))
-    assert [int(x) for x in ds.apply(X.prefetch_to_device("/gpu:0"))] == list(range(6))
+    assert [int(x) for x in ds.apply(X.prefetch_to_device("/cpu:0"))] == list(range(6))
     assert [int(x) for x in ds.apply(X.copy_to_device("/cpu:0"))] == list(range(6))
     X.enable_debug_mode()
     got = [int(x) for x in X.sample_from_datasets([D.range(3), D.range(10, 13)], seed=1)]

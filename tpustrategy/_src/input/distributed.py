@@ -18,7 +18,7 @@ import numpy as np
 
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.errors import InvalidArgumentError, OutOfRangeError
-from tpustrategy._src.input import autoshard, interfaces, split, to_device
+from tpustrategy._src.input import autoshard, device_prefetch, interfaces, split, to_device
 from tpustrategy._src.input.input_context import (
     InputOptions,
     InputReplicationMode,
@@ -306,6 +306,8 @@ class DistributedDataset(interfaces.DistributedDataset):
         self._num_replicas = n
         self._num_local = n // num_pipelines
         self._pipeline_id = pipeline_id
+        # Batches are placed on the replicas' devices here: a trailing prefetch_to_device is not needed.
+        dataset = device_prefetch.without_device_copies(dataset)
         self._plan = autoshard.plan(dataset, num_pipelines, pipeline_id, n)
 
     # Splitting -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from tpustrategy._src.context import contracts
-from tpustrategy._src.input import interfaces, split
+from tpustrategy._src.input import device_prefetch, interfaces, split
 from tpustrategy._src.input.distributed import _check_not_in_replica, _StepSource
 from tpustrategy._src.input.input_context import (
     InputContext,
@@ -60,7 +60,8 @@ class DistributedDatasetsFromFunction(interfaces.DistributedDataset):
                     "distribute_datasets_from_function: `dataset_fn` must return a "
                     f"tpustrategy.data.Dataset; it returned {type(ds).__name__}."
                 )
-            self._datasets.append(ds)
+            # Batches are placed on the replicas' devices here: a trailing prefetch_to_device is not needed.
+            self._datasets.append(device_prefetch.without_device_copies(ds))
         self._per_replica = per_replica
 
     def __iter__(self) -> _FromFunctionIterator:

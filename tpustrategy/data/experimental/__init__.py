@@ -29,16 +29,12 @@ from tpustrategy._src.data.transformations.dataset_functions import cardinality 
 from tpustrategy._src.data.transformations.dataset_functions import (
     choose_from_datasets as choose_from_datasets,
 )
-from tpustrategy._src.data.transformations.dataset_functions import copy_to_device as copy_to_device
 from tpustrategy._src.data.transformations.dataset_functions import (
     enable_debug_mode as enable_debug_mode,
 )
 from tpustrategy._src.data.transformations.dataset_functions import from_list as from_list
 from tpustrategy._src.data.transformations.dataset_functions import get_structure as get_structure
 from tpustrategy._src.data.transformations.dataset_functions import load as load
-from tpustrategy._src.data.transformations.dataset_functions import (
-    prefetch_to_device as prefetch_to_device,
-)
 from tpustrategy._src.data.transformations.dataset_functions import (
     rejection_resample as rejection_resample,
 )
@@ -88,6 +84,8 @@ from tpustrategy._src.data.transformations.experimental_ops import take_while as
 from tpustrategy._src.data.transformations.experimental_ops import unique as unique
 from tpustrategy._src.data.transformations.group_by_reducer import Reducer as Reducer
 from tpustrategy._src.input.autoshard import auto_shard_dataset as auto_shard_dataset
+from tpustrategy._src.input.device_prefetch import copy_to_device as copy_to_device
+from tpustrategy._src.input.device_prefetch import prefetch_to_device as prefetch_to_device
 from tpustrategy._src.lookup.from_dataset import DatasetInitializer as DatasetInitializer
 from tpustrategy._src.lookup.from_dataset import (
     index_table_from_dataset as index_table_from_dataset,

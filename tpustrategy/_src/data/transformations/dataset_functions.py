@@ -109,26 +109,6 @@ def unbatch() -> Any:
     return lambda dataset: dataset.unbatch()
 
 
-def prefetch_to_device(device: str, buffer_size: int | None = None) -> Any:
-    """A prefetch: elements stay NumPy arrays on the host (see README: device placement).
-
-    ``experimental_distribute_dataset`` moves batches to the devices; this
-    transformation keeps ``buffer_size`` elements ready (AUTOTUNE when None).
-    """
-
-    def apply(dataset: Dataset) -> Dataset:
-        from tpustrategy._src.data.core.options import AUTOTUNE
-
-        return dataset.prefetch(AUTOTUNE if buffer_size is None else buffer_size)
-
-    return apply
-
-
-def copy_to_device(target_device: str, source_device: str = "/cpu:0") -> Any:
-    """The identity transformation: elements are host NumPy arrays until distributed (see README)."""
-    return lambda dataset: dataset
-
-
 def rejection_resample(class_func: Any, target_dist: Any, initial_dist: Any = None, seed: int | None = None) -> Any:
     """`Dataset.rejection_resample` as a transformation for `Dataset.apply`."""
     return lambda dataset: dataset.rejection_resample(class_func, target_dist, initial_dist, seed)
