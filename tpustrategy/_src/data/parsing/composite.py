@@ -82,7 +82,8 @@ def sparse(key: str, spec: SparseFeature, indices: list[VarLen], values: VarLen,
         if bad.size:
             i = int(bad[0])
             raise InvalidArgumentError(
-                f"Feature {key}: the index feature {ix_key!r} of example {i} has {int(ix_counts[i])} values but the "
+                f"Dimensions {int(ix_counts[i])} and {int(counts[i])} are not compatible: "
+                f"feature {key}: the index feature {ix_key!r} of example {i} has {int(ix_counts[i])} values but the "
                 f"value feature {spec.value_key!r} has {int(counts[i])}; SparseFeature needs one index per value "
                 "in every dimension.\nFix: write as many indices as values in each example.")
     unit = _unit_of(counts)

@@ -34,6 +34,7 @@ from google.protobuf.message import DecodeError
 
 from tpustrategy._src.data.parsing import _batch_scan, _example_layout, composite
 from tpustrategy._src.data.parsing.example_proto import Example
+from tpustrategy._src.errors import InvalidArgumentError
 from tpustrategy._src.data.parsing.feature_kinds import (
     FixedLenSequenceFeature,
     RaggedFeature,
@@ -154,6 +155,9 @@ def _check_features(api: str, features: object, kinds: tuple[type, ...] = _KINDS
         )
     out: dict[str, Any] = {}
     for key, spec in features.items():
+        if isinstance(spec, _KINDS) and not isinstance(spec, kinds):
+            raise ValueError(f"Unsupported {type(spec).__name__} {spec!r} for key '{key}'\nFix: {api} accepts "
+                             f"{', '.join(k.__name__ for k in kinds)} here.")
         if not isinstance(spec, kinds):
             names = [k.__name__ for k in kinds]
             raise TypeError(
@@ -227,8 +231,7 @@ def _compose(specs: dict[str, Any], raw: dict[str, Any], batched: bool) -> dict[
         elif isinstance(spec, FixedLenSequenceFeature):
             values, counts = raw[key]
             composite.check_stride(counts, spec.shape, key, spec.dtype)
-            pad = spec._pad if batched else None
-            rows = composite.padded_rows(values, counts, spec.shape, pad, spec.dtype)
+            rows = composite.padded_rows(values, counts, spec.shape, spec._pad, spec.dtype)
             out[key] = rows if batched else rows[0]
         elif isinstance(spec, SparseFeature):
             out[key] = composite.sparse(key, spec, [raw[ix] for ix in spec.index_keys], raw[spec.value_key],
@@ -284,8 +287,13 @@ def _decode(api: str, batch: list[bytes]) -> list[Any]:
     return out
 
 
+_TF_TYPE = {"int64_list": "int64", "float_list": "float", "bytes_list": "string"}
+
+
 def _type_error(api: str, key: str, index: int, kind: str, dtype: np.dtype) -> ValueError:
-    return ValueError(
+    return InvalidArgumentError(
+        f"Name: <unknown>, Key: {key}, Index: {index}.  Data types don't match. Data type: {_TF_TYPE[kind]} but "
+        f"expected type: {_TF_TYPE[_KIND_OF[dtype]]}\n"
         f"{api}: feature {key!r} of example {index} is stored as {kind} but was requested "
         f"as {_NAME_OF[dtype]} (it would be read from {_KIND_OF[dtype]}).\nFix: request "
         f"dtype={_KIND_NAMES[kind]!r} for {key!r}, or write the feature with "
