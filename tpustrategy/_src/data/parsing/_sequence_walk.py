@@ -102,26 +102,18 @@ def _walk(batch: list[bytes], keys: dict[str, np.dtype]) -> tuple[list[bytes], d
         _check_utf8_keys(joined, key_s, key_e)
     names = np.empty(key_s.size, dtype=object)
     names[:] = [joined[s:e] for s, e in zip(key_s.tolist(), key_e.tolist())]
-    out: dict[str, Any] = {}
-    for key, dtype in keys.items():
+    if not keys:
+        return contexts, {}
+    found = []
+    for key in keys:
         cand = np.flatnonzero(names == key.encode("utf-8"))
         rec = entry_rec[cand]
         if rec.size > 1 and (rec[1:] == rec[:-1]).any():
             raise _Bail  # the key twice in one record: the last wins in protobuf
-        out[key] = _lists(joined, buf, rec, value_s[cand], value_e[cand], _KIND[dtype], n, Lists)
-    return contexts, out
-
-
-def _lists(joined: bytes, buf: np.ndarray, rec: np.ndarray, ls: np.ndarray, le: np.ndarray, want: int, n: int,
-           lists_type: Any) -> Any:
-    """One key's FeatureLists ``buf[ls:le]`` (of records ``rec``) as a ``Lists``."""
-    present = np.zeros(n, bool)
-    present[rec] = True
-    step_msg, fs, fe = _spans(buf, ls, le)
-    per_list = np.bincount(step_msg, minlength=rec.size).astype(np.int64)
-    steps = np.zeros(n, np.int64)
-    steps[rec] = per_list
-    nsteps = fs.size
+        found.append((rec, value_s[cand], value_e[cand]))
+    # The steps of all the keys' FeatureLists, walked together: each a Feature (field 1).
+    list_bounds = np.cumsum([0] + [f[0].size for f in found])
+    step_msg, fs, fe = _spans(buf, np.concatenate([f[1] for f in found]), np.concatenate([f[2] for f in found]))
     # Each step's Feature: one kind field (1 bytes, 2 float, 3 int64) or none.
     one = _single_fields(buf, fs, fe)
     if one is not None:
@@ -136,9 +128,29 @@ def _lists(joined: bytes, buf: np.ndarray, rec: np.ndarray, ls: np.ndarray, le: 
         if feat.msg.size > 1 and (feat.msg[1:] == feat.msg[:-1]).any():
             raise _Bail  # two kinds: protobuf keeps the last
         feat_msg, feat_num, vs, ve = feat.msg, feat.num, feat.vs, feat.ve
-    if (feat_num != want).any():
-        raise _Bail  # a step of another kind: protobuf's path raises it
-    # The value lists of the steps that have one: usually one field each (a bytes value or a packed run).
+    step_bounds = np.searchsorted(step_msg, list_bounds)
+    feat_bounds = np.searchsorted(feat_msg, step_bounds)
+    out: dict[str, Any] = {}
+    for j, (key, dtype) in enumerate(keys.items()):
+        rec = found[j][0]
+        s0, s1 = int(step_bounds[j]), int(step_bounds[j + 1])
+        f0, f1 = int(feat_bounds[j]), int(feat_bounds[j + 1])
+        present = np.zeros(n, bool)
+        present[rec] = True
+        steps = np.zeros(n, np.int64)
+        steps[rec] = np.bincount(step_msg[s0:s1] - list_bounds[j], minlength=rec.size)
+        want = _KIND[dtype]
+        if (feat_num[f0:f1] != want).any():
+            raise _Bail  # a step of another kind: protobuf's path raises it
+        values, counts = _values(joined, buf, vs[f0:f1], ve[f0:f1], feat_msg[f0:f1] - s0, want, s1 - s0)
+        out[key] = Lists(values, counts, steps, present)
+    return contexts, out
+
+
+def _values(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray, step: np.ndarray, want: int,
+            nsteps: int) -> tuple[Any, np.ndarray]:
+    """The values of the lists ``buf[vs:ve]`` (of kind ``want``, at steps ``step``) and their count per step."""
+    # Usually one field per list (a bytes value or a packed run).
     single = _single_fields(buf, vs, ve)
     if single is not None and (single[1] == 0x0A).all():
         seg_msg, _, sv, se = single
@@ -149,7 +161,7 @@ def _lists(joined: bytes, buf: np.ndarray, rec: np.ndarray, ls: np.ndarray, le: 
         if (lists.num != 1).any() or not np.isin(lists.wt, _LIST_WIRE_TYPES[want]).all():
             raise _Bail
         seg_msg, sv, se = lists.msg, lists.vs, lists.ve
-    seg_step = feat_msg[seg_msg]
+    seg_step = step[seg_msg]
     if want == 1:
         values: Any = _object_array([joined[s:e] for s, e in zip(sv.tolist(), se.tolist())])
         counts = np.bincount(seg_step, minlength=nsteps)
@@ -161,4 +173,4 @@ def _lists(joined: bytes, buf: np.ndarray, rec: np.ndarray, ls: np.ndarray, le: 
         counts = np.bincount(seg_step, weights=seg_len >> 2, minlength=nsteps)
     else:
         values, counts = _decode_varints(_join(joined, buf, sv, se), se - sv, seg_step, nsteps)
-    return lists_type(values, counts.astype(np.int64, copy=False), steps, present)
+    return values, counts.astype(np.int64, copy=False)

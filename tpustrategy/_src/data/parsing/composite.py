@@ -55,8 +55,13 @@ def padded_rows(values: np.ndarray, counts: np.ndarray, row_shape: tuple[int, ..
     else:
         out[...] = pad
     if values.size:
-        pos = np.arange(values.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        out[_unit_of(counts), pos] = values
+        width = longest * stride
+        if (counts == width).all():
+            out.reshape(-1)[:] = values
+        else:
+            # Each value's place: its unit's row start, plus its position in the unit.
+            shift = np.arange(counts.size, dtype=np.int64) * width - (np.cumsum(counts) - counts)
+            out.reshape(-1)[np.arange(values.size, dtype=np.int64) + np.repeat(shift, counts)] = values
     return out.reshape(counts.size, longest, *row_shape)
 
 
