@@ -32,6 +32,7 @@ from tpustrategy._src.data.parsing._batch_scan import (
     _ranges,
     _repeated_field,
     _single_fields,
+    bytes_values,
     scan_fields,
 )
 from tpustrategy._src.data.parsing._batch_walk import (
@@ -154,8 +155,9 @@ def _values(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray, step
     single = _single_fields(buf, vs, ve)
     if single is not None and (single[1] == 0x0A).all():
         seg_msg, _, sv, se = single
-    elif want == 1:
-        seg_msg, sv, se = _spans(buf, vs, ve)
+    elif want == 1:  # several values in a list: all lists in one call of protobuf's C parser
+        strings, per_list = bytes_values(joined, vs, ve)
+        return strings, np.bincount(step, weights=per_list, minlength=nsteps).astype(np.int64)
     else:
         lists = scan_fields(buf, vs, ve)
         if (lists.num != 1).any() or not np.isin(lists.wt, _LIST_WIRE_TYPES[want]).all():
