@@ -458,13 +458,13 @@ def _bytes_lists(joined: bytes, ls: np.ndarray, le: np.ndarray, rec: np.ndarray,
                  n: int) -> tuple[np.ndarray, np.ndarray]:
     """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``) and their count
     per record (:func:`bytes_values`)."""
-    values, per_list = bytes_values(joined, ls, le)
+    values, per_list = bytes_values(joined, np.frombuffer(joined, np.uint8), ls, le)
     counts = np.zeros(n, np.int64)
     counts[rec] = per_list
     return values, counts
 
 
-def bytes_values(joined: bytes, ls: np.ndarray, le: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bytes_values(joined: bytes, buf: np.ndarray, ls: np.ndarray, le: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The values of the BytesList messages ``joined[ls:le]`` and their count per message.
 
     The messages, joined, are one BytesList (a repeated field's occurrences add up), parsed by
@@ -474,8 +474,11 @@ def bytes_values(joined: bytes, ls: np.ndarray, le: np.ndarray) -> tuple[np.ndar
     unknown field, a length written in more bytes than needed), which makes the sizes disagree:
     then :class:`_Bail`.
     """
-    view = memoryview(joined)
-    data = b"".join([view[s:e] for s, e in zip(ls.tolist(), le.tolist())])
+    if ls.size < 64 or (le - ls).sum() > 64 * ls.size:  # few or long lists: copy each at once
+        view = memoryview(joined)
+        data = b"".join([view[s:e] for s, e in zip(ls.tolist(), le.tolist())])
+    else:
+        data = buf[_ranges(ls, le - ls)].tobytes()
     try:
         values = list(BytesList.FromString(data).value)
     except DecodeError:

@@ -156,7 +156,7 @@ def _values(joined: bytes, buf: np.ndarray, vs: np.ndarray, ve: np.ndarray, step
     if single is not None and (single[1] == 0x0A).all():
         seg_msg, _, sv, se = single
     elif want == 1:  # several values in a list: all lists in one call of protobuf's C parser
-        strings, per_list = bytes_values(joined, vs, ve)
+        strings, per_list = bytes_values(joined, buf, vs, ve)
         return strings, np.bincount(step, weights=per_list, minlength=nsteps).astype(np.int64)
     else:
         lists = scan_fields(buf, vs, ve)
