@@ -168,18 +168,18 @@ def make_records(case: str, rng: np.random.Generator) -> list[bytes]:
             steps = int(rng.integers(0, 41))
             tok = seq.feature_lists.feature_list["token"].feature
             emb = seq.feature_lists.feature_list["emb"].feature
-            for t in range(steps):
+            for _ in range(steps):
                 tok.add().int64_list.value.append(int(rng.integers(0, 30000)))
                 emb.add().float_list.value.extend(rng.standard_normal(4).astype(np.float32).tolist())
             out.append(seq.SerializeToString())
         elif case == "seq_varlen":
             seq = SequenceExample()
             words = seq.feature_lists.feature_list["words"].feature
-            for t in range(int(rng.integers(0, 21))):
+            for _ in range(int(rng.integers(0, 21))):
                 words.add().bytes_list.value.extend(
                     [rng.bytes(int(rng.integers(0, 13))) for _ in range(int(rng.integers(0, 7)))])
             ids = seq.feature_lists.feature_list["ids"].feature
-            for t in range(int(rng.integers(0, 21))):
+            for _ in range(int(rng.integers(0, 21))):
                 ids.add().int64_list.value.extend(rng.integers(0, 5000, int(rng.integers(0, 7))).tolist())
             out.append(seq.SerializeToString())
     return out

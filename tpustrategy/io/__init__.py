@@ -39,12 +39,12 @@ from tpustrategy.data import FixedLenFeature as FixedLenFeature
 from tpustrategy.data import FixedLenSequenceFeature as FixedLenSequenceFeature
 from tpustrategy.data import RaggedFeature as RaggedFeature
 from tpustrategy.data import SparseFeature as SparseFeature
-from tpustrategy.data import parse_sequence_example as parse_sequence_example
-from tpustrategy.data import parse_single_sequence_example as parse_single_sequence_example
 from tpustrategy.data import TFRecordWriter as TFRecordWriter
 from tpustrategy.data import VarLenFeature as VarLenFeature
 from tpustrategy.data import parse_example as parse_example
+from tpustrategy.data import parse_sequence_example as parse_sequence_example
 from tpustrategy.data import parse_single_example as parse_single_example
+from tpustrategy.data import parse_single_sequence_example as parse_single_sequence_example
 from tpustrategy.io import gfile as gfile
 
 # TensorFlow names without a counterpart (README, "TensorFlow names we do not have").

@@ -40,7 +40,6 @@ messages.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, NamedTuple
 
 import numpy as np

@@ -17,7 +17,7 @@ errors with their messages).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,15 @@ from tpustrategy._src.data.parsing._batch_walk import (
 )
 
 
+class Lists(NamedTuple):
+    """One key's feature lists over a batch: the values, each step's count, each record's steps."""
+
+    values: np.ndarray
+    step_counts: np.ndarray  # int64, one per step of every record, in record order
+    steps: np.ndarray  # int64, one per record
+    present: np.ndarray  # bool, one per record: the record has the feature list
+
+
 def walk(batch: list[bytes], keys: dict[str, np.dtype]) -> tuple[list[bytes], dict[str, Any]] | None:
     """Each record's context as Example bytes and the feature lists of ``keys``, or None (protobuf's turn)."""
     if not batch:
@@ -66,8 +75,6 @@ def _spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nd
 
 
 def _walk(batch: list[bytes], keys: dict[str, np.dtype]) -> tuple[list[bytes], dict[str, Any]]:
-    from tpustrategy._src.data.parsing.sequence_example import Lists
-
     n = len(batch)
     joined = b"".join([*batch, _PAD])
     buf = np.frombuffer(joined, np.uint8)

@@ -40,7 +40,8 @@ def _unit_of(counts: np.ndarray) -> np.ndarray:
 
 def _first_of(counts: np.ndarray) -> np.ndarray:
     """The index of each unit's first entry (its start), for units that have entries."""
-    return (np.cumsum(counts) - counts)[counts > 0]
+    firsts: np.ndarray = (np.cumsum(counts) - counts)[counts > 0]
+    return firsts
 
 
 def padded_rows(values: np.ndarray, counts: np.ndarray, row_shape: tuple[int, ...], pad: Any,
@@ -82,7 +83,7 @@ def check_stride(counts: np.ndarray, row_shape: tuple[int, ...], key: str, dtype
 def sparse(key: str, spec: SparseFeature, indices: list[VarLen], values: VarLen, batched: bool) -> SparseTensor:
     """A SparseFeature's SparseTensor from its index lists and value list (``tf.sparse.sparse_merge``)."""
     vals, counts = values
-    for ix_key, (ix, ix_counts) in zip(spec.index_keys, indices):
+    for ix_key, (_, ix_counts) in zip(spec.index_keys, indices):
         bad = np.flatnonzero(ix_counts != counts)
         if bad.size:
             i = int(bad[0])

@@ -33,22 +33,21 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tpustrategy._src.data.parsing import _batch_scan, _example_layout, composite
-from tpustrategy._src.data.parsing.example_proto import Example
-from tpustrategy._src.errors import InvalidArgumentError
-from tpustrategy._src.data.parsing.feature_kinds import (
-    FixedLenSequenceFeature,
-    RaggedFeature,
-    SparseFeature,
-)
-
 from tpustrategy._src.data.parsing.dtypes import (
-    _FLOAT32,
     _INT64,
     _KIND_OF,
     _NAME_OF,
     _STRING,
     canonical_dtype,
 )
+from tpustrategy._src.data.parsing.example_proto import Example
+from tpustrategy._src.data.parsing.feature_kinds import (
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    SparseFeature,
+)
+from tpustrategy._src.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class FixedLenFeature:
@@ -230,8 +229,8 @@ def _compose(specs: dict[str, Any], raw: dict[str, Any], batched: bool) -> dict[
             out[key] = raw[key] if batched else _one(raw[key])
         elif isinstance(spec, FixedLenSequenceFeature):
             values, counts = raw[key]
-            composite.check_stride(counts, spec.shape, key, spec.dtype)
-            rows = composite.padded_rows(values, counts, spec.shape, spec._pad, spec.dtype)
+            composite.check_stride(counts, tuple(spec.shape), key, spec.dtype)
+            rows = composite.padded_rows(values, counts, tuple(spec.shape), spec._pad, spec.dtype)
             out[key] = rows if batched else rows[0]
         elif isinstance(spec, SparseFeature):
             out[key] = composite.sparse(key, spec, [raw[ix] for ix in spec.index_keys], raw[spec.value_key],

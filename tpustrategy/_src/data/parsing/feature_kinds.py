@@ -27,7 +27,7 @@ def _dims(api: str, shape: object) -> tuple[int, ...]:
     if isinstance(shape, int | np.integer):
         shape = (int(shape),)
     try:
-        dims = tuple(shape)  # type: ignore[arg-type]
+        dims: tuple[Any, ...] | None = tuple(shape)  # type: ignore[arg-type]
     except TypeError:
         dims = None
     if dims is None or not all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in dims):
@@ -280,7 +280,8 @@ class RaggedTensorValue(NamedTuple):
         v = self.values
         while isinstance(v, RaggedTensorValue):
             v = v.values
-        return v
+        flat: np.ndarray = v
+        return flat
 
     @property
     def nested_row_splits(self) -> tuple[np.ndarray, ...]:

@@ -17,12 +17,13 @@ A SequenceExample is a ``context`` (a ``Features`` message, as in an
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from tpustrategy._src.data.parsing import _sequence_walk, composite
+from tpustrategy._src.data.parsing._sequence_walk import Lists
 from tpustrategy._src.data.parsing.dtypes import _KIND_OF, _STRING
 from tpustrategy._src.data.parsing.example import (
     FixedLenFeature,
@@ -38,15 +39,6 @@ from tpustrategy._src.errors import InvalidArgumentError
 _CONTEXT_KINDS = (VarLenFeature, FixedLenFeature, RaggedFeature)
 _SEQUENCE_KINDS = (VarLenFeature, FixedLenSequenceFeature, RaggedFeature)
 _TF_TYPE = {np.dtype(np.int64): "int64", np.dtype(np.float32): "float", _STRING: "string"}
-
-
-class Lists(NamedTuple):
-    """One key's feature lists over a batch: the values, each step's count, each record's steps."""
-
-    values: np.ndarray
-    step_counts: np.ndarray  # int64, one per step of every record, in record order
-    steps: np.ndarray  # int64, one per record
-    present: np.ndarray  # bool, one per record: the record has the feature list
 
 
 def _varint(n: int) -> bytes:
@@ -145,8 +137,8 @@ def _list_keys(specs: dict[str, Any]) -> dict[str, np.dtype]:
             raise ValueError(f"{a.capitalize()} and {b} keys must not intersect; {a}_keys: {sorted(groups[a])}, "
                              f"{b}_keys: {sorted(groups[b])}, intersection: {both}")
     out: dict[str, np.dtype] = {}
-    for group in groups.values():
-        out.update(group)
+    for reads_of_group in groups.values():
+        out.update(reads_of_group)
     return out
 
 
@@ -168,7 +160,7 @@ def _sequence_results(specs: dict[str, Any], lists: dict[str, Lists], batched: b
             bad = np.flatnonzero(got.step_counts != stride)
             if bad.size:
                 _raise_step_count(key, spec, got, int(bad[0]), stride, names)
-            rows = composite.padded_rows(got.values, got.steps * stride, spec.shape,
+            rows = composite.padded_rows(got.values, got.steps * stride, tuple(spec.shape),
                                          b"" if spec.dtype == _STRING else spec.dtype.type(0), spec.dtype)
             out[key] = rows if batched else rows[0]
             if batched:
