@@ -9,6 +9,10 @@ features)`` follow ``tf.io.parse_example`` semantics with NumPy results:
   the default, or is an error when there is none.
 * ``VarLenFeature(dtype)``: a 1-D array of one example's values; for a batch
   the pair ``(values, row_lengths)``.
+* ``FixedLenSequenceFeature``, ``SparseFeature``, ``RaggedFeature``
+  (:mod:`.feature_kinds`): read as VarLen lists of their keys, then built by
+  :mod:`.composite` -- rows padded to the batch's longest, a
+  ``tps.sparse.SparseTensor``, a ``RaggedBatch`` or ``RaggedTensorValue``.
 
 Three ways to the same result: when every serialized example in a batch has
 the same length and the same bytes outside the requested numeric payloads (the
@@ -416,13 +420,18 @@ def parse_example(
 
     Args:
       serialized: a list or 1-D object array of ``bytes``.
-      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+      features: feature name -> ``FixedLenFeature``, ``VarLenFeature``,
+        ``FixedLenSequenceFeature`` (``allow_missing=True``), ``SparseFeature``
+        or ``RaggedFeature``.
 
     Returns:
       A dict, in the order of ``features``: a FixedLen feature gives an array of
       shape ``[batch] + shape``; a VarLen feature gives ``(values,
-      row_lengths)`` (``values`` 1-D, ``row_lengths`` int64 of length batch).
-      Strings are object arrays of ``bytes``.
+      row_lengths)`` (``values`` 1-D, ``row_lengths`` int64 of length batch); a
+      FixedLenSequence feature ``[batch, rows, *shape]`` padded with its
+      ``default_value``; a SparseFeature a ``tps.sparse.SparseTensor`` of dense
+      shape ``[batch, *size]``; a RaggedFeature a ``RaggedBatch`` (no ragged
+      partitions) or a ``RaggedTensorValue``. Strings are object arrays of ``bytes``.
 
     Raises:
       ValueError: a record is not an Example; a required feature is missing; a
@@ -447,13 +456,17 @@ def parse_single_example(
 
     Args:
       serialized: the record (``bytes``; a 0-d object array is accepted).
-      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+      features: feature name -> ``FixedLenFeature``, ``VarLenFeature``,
+        ``FixedLenSequenceFeature``, ``SparseFeature`` or ``RaggedFeature``.
 
     Returns:
       A dict: a FixedLen feature gives an array of its ``shape`` (a NumPy scalar
       array for shape ``[]``, and ``bytes`` for a scalar string: strings are
       ``bytes``, as everywhere in a pipeline); a VarLen feature a 1-D array of
-      its values.
+      its values; a FixedLenSequence feature ``[rows, *shape]``; a
+      SparseFeature a ``SparseTensor`` of dense shape ``size``; a RaggedFeature
+      an array (no ragged partitions), a ``RaggedBatch`` (one) or a
+      ``RaggedTensorValue``.
 
     Raises:
       ValueError: as :func:`parse_example`.

@@ -93,12 +93,13 @@ def _pad_value(api: str, value: Any, dtype: np.dtype) -> Any:
             item = item.encode()
         if not isinstance(item, bytes):
             raise ValueError(f"{api}: default_value for a string feature must be bytes or str. "
-                             f"Received: {value!r}.")
+                             f"Received: {value!r}.\nFix: pass e.g. b'' or 'pad'.")
         return item
     try:
         return np.asarray(item, dtype=dtype)[()]
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{api}: default_value {value!r} cannot be converted to {dtype} ({e}).") from None
+        raise ValueError(f"{api}: default_value {value!r} cannot be converted to {dtype} ({e}).\nFix: pass a "
+                         f"number of the feature's dtype.") from None
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,11 @@ class SparseFeature:
 
     def __post_init__(self) -> None:
         if not self.index_key:
-            raise ValueError(f"Missing index_key for SparseFeature {self}.")
+            raise ValueError(f"Missing index_key for SparseFeature {self}.\nFix: name the int64 feature(s) "
+                             "holding the values' indices, e.g. SparseFeature('ix', 'val', 'float32', 100).")
         if not self.value_key:
-            raise ValueError(f"Missing value_key for SparseFeature {self}.")
+            raise ValueError(f"Missing value_key for SparseFeature {self}.\nFix: name the feature holding the "
+                             "values, e.g. SparseFeature('ix', 'val', 'float32', 100).")
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype, api="SparseFeature"))
         keys = [self.index_key] if isinstance(self.index_key, str) else list(self.index_key)
         size = self.size
@@ -190,6 +193,19 @@ class UniformRowLength(NamedTuple):
     length: int
 
 
+def _dtype_name(dtype: Any) -> str | None:
+    """``"int32"`` for "int32", np.int32, its dtype or an object named so (``tf.int32``); else a name or None."""
+    if isinstance(dtype, str):
+        return dtype
+    name = getattr(dtype, "name", None)
+    if isinstance(name, str):
+        return name
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
+
+
 _PARTITIONS = (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, UniformRowLength)
 _SPLITS_DTYPES = {"int32": np.dtype(np.int32), "int64": np.dtype(np.int64)}
 
@@ -239,25 +255,27 @@ class RaggedFeature:
             raise ValueError("Argument `dtype` must be int64, float32, or bytes; got "
                              f"{self.dtype!r}.\nFix: pass 'int64', 'float32' or 'string'.") from None
         object.__setattr__(self, "dtype", dtype)
-        name = getattr(self.row_splits_dtype, "name", None) or str(np.dtype(self.row_splits_dtype)) \
-            if not isinstance(self.row_splits_dtype, str) else self.row_splits_dtype
+        name = _dtype_name(self.row_splits_dtype)
         if name not in _SPLITS_DTYPES:
             raise ValueError("Argument `row_splits_dtype` must be int32 or int64; got "
-                             f"{self.row_splits_dtype!r}.")
+                             f"{self.row_splits_dtype!r}.\nFix: pass 'int32' (the default) or 'int64'.")
         object.__setattr__(self, "row_splits_dtype", _SPLITS_DTYPES[name])
         if not isinstance(self.partitions, list | tuple):
             raise TypeError("Argument `partitions` must be a list or tuple. Received"
-                            f"partitions={self.partitions} of type {type(self.partitions).__name__}.")
+                            f"partitions={self.partitions} of type {type(self.partitions).__name__}.\nFix: e.g. "
+                            "partitions=[RaggedFeature.RowLengths('lengths')].")
         for p in self.partitions:
             if not isinstance(p, _PARTITIONS):
                 raise TypeError("Argument `partitions` must be a list of partition objects "
-                                f"{[c.__name__ for c in _PARTITIONS]}; got: {p!r}.")
+                                f"{[c.__name__ for c in _PARTITIONS]}; got: {p!r}.\nFix: e.g. "
+                                "RaggedFeature.RowSplits('splits') or RaggedFeature.UniformRowLength(2).")
             if isinstance(p, UniformRowLength) and (not isinstance(p.length, int | np.integer) or p.length < 0):
                 raise ValueError(f"RaggedFeature.UniformRowLength: length must be a non-negative int; got "
-                                 f"{p.length!r}.")
+                                 f"{p.length!r}.\nFix: pass the number of values in each row.")
         object.__setattr__(self, "partitions", tuple(self.partitions))
         if not isinstance(self.validate, bool):
-            raise TypeError(f"Argument `validate` must be a bool; got {self.validate!r}")
+            raise TypeError(f"Argument `validate` must be a bool; got {self.validate!r}\nFix: pass True or False "
+                            "(partitions are always checked here).")
 
 
 class RaggedTensorValue(NamedTuple):
