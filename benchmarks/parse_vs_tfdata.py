@@ -22,6 +22,14 @@ Cases (batch of 256 records unless said):
   bytes_100kb   one 100,000-byte bytes feature (batch of 64)
   varlen_int64  VarLen int64 lists of 0..64 values, mixed widths and negatives
   varlen_bytes  VarLen string lists of 0..16 values of 0..40 bytes
+  fixedseq_int64   FixedLenSequenceFeature([2], int64, allow_missing) of 0..32 rows
+  sparse_float     SparseFeature("idx", "val", float32, 1000) of 0..32 entries
+  ragged_float     RaggedFeature(float32) of 0..32 values
+  ragged_lengths   RaggedFeature(float32, partitions=[RowLengths]) of 0..8 rows of 0..8 values
+  seq_dense        SequenceExample: an int64 label (context), 0..40 steps of an int64 token and 4 floats
+                   (FixedLenSequenceFeature), parse_sequence_example
+  seq_varlen       SequenceExample: 0..20 steps of 0..6 strings of 0..12 bytes (VarLenFeature) and a
+                   RaggedFeature(int64) list of 0..20 steps of 0..6 values
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ import time
 
 import numpy as np
 
-CASES = ("image_3kb", "numeric_1kb", "small_100b", "bytes_100kb", "varlen_int64", "varlen_bytes")
+CASES = ("image_3kb", "numeric_1kb", "small_100b", "bytes_100kb", "varlen_int64", "varlen_bytes",
+         "fixedseq_int64", "sparse_float", "ragged_float", "ragged_lengths", "seq_dense", "seq_varlen")
 
 # name -> {feature: (kind, "fixed"|"var", shape)}
 SPECS = {
@@ -47,7 +56,36 @@ SPECS = {
     "bytes_100kb": {"data": ("string", "fixed", [])},
     "varlen_int64": {"ids": ("int64", "var", [])},
     "varlen_bytes": {"tokens": ("string", "var", [])},
+    "fixedseq_int64": {"pairs": ("int64", "fixedseq", [2])},
+    "sparse_float": {"sp": ("float32", "sparse", ("idx", "val", 1000))},
+    "ragged_float": {"r": ("float32", "ragged", ())},
+    "ragged_lengths": {"r": ("float32", "ragged", ("vals", "lens"))},
 }
+# SequenceExample cases: (context specs, sequence specs) in the same form.
+SEQ_SPECS = {
+    "seq_dense": ({"label": ("int64", "fixed", [])},
+                  {"token": ("int64", "fixedseq", []), "emb": ("float32", "fixedseq", [4])}),
+    "seq_varlen": ({}, {"words": ("string", "var", []), "ids": ("int64", "ragged", ())}),
+}
+
+
+def _specs(m, entries: dict) -> dict:
+    """Feature specs from ``entries`` with ``m`` = tf.io or tpsd (the same names and arguments)."""
+    spec = {}
+    for key, (kind, how, shape) in entries.items():
+        if how == "fixed":
+            spec[key] = m.FixedLenFeature(shape, kind)
+        elif how == "var":
+            spec[key] = m.VarLenFeature(kind)
+        elif how == "fixedseq":
+            spec[key] = m.FixedLenSequenceFeature(shape, kind, allow_missing=True)
+        elif how == "sparse":
+            spec[key] = m.SparseFeature(shape[0], shape[1], kind, shape[2])
+        elif shape:
+            spec[key] = m.RaggedFeature(kind, value_key=shape[0], partitions=[m.RaggedFeature.RowLengths(shape[1])])
+        else:
+            spec[key] = m.RaggedFeature(kind)
+    return spec
 
 
 def _worker() -> None:
@@ -60,12 +98,13 @@ def _worker() -> None:
     data = np.load(sys.argv[2], allow_pickle=True)
     fns = {}
     for case in CASES:
-        spec = {}
-        for key, (kind, how, shape) in SPECS[case].items():
-            dtype = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[kind]
-            spec[key] = tf.io.FixedLenFeature(shape, dtype) if how == "fixed" else tf.io.VarLenFeature(dtype)
         batch = tf.constant(list(data[case]), dtype=tf.string)
-        fn = tf.function(lambda b, spec=spec: tf.io.parse_example(b, spec))
+        if case in SEQ_SPECS:
+            ctx, seq = (_specs(tf.io, e) or None for e in SEQ_SPECS[case])
+            fn = tf.function(lambda b, ctx=ctx, seq=seq: tf.io.parse_sequence_example(b, ctx, seq))
+        else:
+            spec = _specs(tf.io, SPECS[case])
+            fn = tf.function(lambda b, spec=spec: tf.io.parse_example(b, spec))
         fn(batch)  # trace
         fns[case] = (fn, batch)
     print(json.dumps({"ready": True}), flush=True)
@@ -82,7 +121,9 @@ def _worker() -> None:
 
 def make_records(case: str, rng: np.random.Generator) -> list[bytes]:
     from tpustrategy._src.data.parsing.example_proto import (
+        SequenceExample,
         bytes_feature,
+        float_feature,
         int64_feature,
         make_example,
     )
@@ -109,15 +150,48 @@ def make_records(case: str, rng: np.random.Generator) -> list[bytes]:
         elif case == "varlen_bytes":
             k = int(rng.integers(0, 17))
             out.append(ser({"tokens": bytes_feature([rng.bytes(int(rng.integers(0, 41))) for _ in range(k)])}))
+        elif case == "fixedseq_int64":
+            out.append(ser({"pairs": int64_feature(rng.integers(-500, 500, 2 * int(rng.integers(0, 33))))}))
+        elif case == "sparse_float":
+            k = int(rng.integers(0, 33))
+            out.append(ser({"idx": int64_feature(rng.integers(0, 1000, k)),
+                            "val": float_feature(rng.standard_normal(k).astype(np.float32))}))
+        elif case == "ragged_float":
+            out.append(ser({"r": float_feature(rng.standard_normal(int(rng.integers(0, 33))).astype(np.float32))}))
+        elif case == "ragged_lengths":
+            lens = rng.integers(0, 9, int(rng.integers(0, 9)))
+            out.append(ser({"lens": int64_feature(lens),
+                            "vals": float_feature(rng.standard_normal(int(lens.sum())).astype(np.float32))}))
+        elif case == "seq_dense":
+            seq = SequenceExample()
+            seq.context.feature["label"].int64_list.value.append(int(rng.integers(0, 1000)))
+            steps = int(rng.integers(0, 41))
+            tok = seq.feature_lists.feature_list["token"].feature
+            emb = seq.feature_lists.feature_list["emb"].feature
+            for _ in range(steps):
+                tok.add().int64_list.value.append(int(rng.integers(0, 30000)))
+                emb.add().float_list.value.extend(rng.standard_normal(4).astype(np.float32).tolist())
+            out.append(seq.SerializeToString())
+        elif case == "seq_varlen":
+            seq = SequenceExample()
+            words = seq.feature_lists.feature_list["words"].feature
+            for _ in range(int(rng.integers(0, 21))):
+                words.add().bytes_list.value.extend(
+                    [rng.bytes(int(rng.integers(0, 13))) for _ in range(int(rng.integers(0, 7)))])
+            ids = seq.feature_lists.feature_list["ids"].feature
+            for _ in range(int(rng.integers(0, 21))):
+                ids.add().int64_list.value.extend(rng.integers(0, 5000, int(rng.integers(0, 7))).tolist())
+            out.append(seq.SerializeToString())
     return out
 
 
 def our_parser(case: str):
     import tpustrategy.data as tpsd
 
-    spec = {}
-    for key, (kind, how, shape) in SPECS[case].items():
-        spec[key] = tpsd.FixedLenFeature(shape, kind) if how == "fixed" else tpsd.VarLenFeature(kind)
+    if case in SEQ_SPECS:
+        ctx, seq = (_specs(tpsd, e) or None for e in SEQ_SPECS[case])
+        return lambda batch: tpsd.parse_sequence_example(batch, ctx, seq)
+    spec = _specs(tpsd, SPECS[case])
     return lambda batch: tpsd.parse_example(batch, spec)
 
 
@@ -145,7 +219,8 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES))
     args = p.parse_args()
     cases = args.cases.split(",")
-    names = [f"parse_example {case} vs tf.io.parse_example" for case in cases]
+    names = [f"parse_sequence_example {case} vs tf.io.parse_sequence_example" if case in SEQ_SPECS
+             else f"parse_example {case} vs tf.io.parse_example" for case in cases]
     if not args.tf_python or not os.path.exists(args.tf_python):
         _common.skip_all(names, "no TensorFlow: pass --tf-python PATH (make bench creates .venv-tf)", args.json)
     rounds, seconds = (2, 0.05) if args.quick else (args.rounds, args.seconds)

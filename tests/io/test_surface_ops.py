@@ -115,13 +115,14 @@ def test_registered_schemes_are_the_ones_gfile_opens(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example",
-                                  "TFRecordWriter"])
+                                  "TFRecordWriter", "FixedLenSequenceFeature", "SparseFeature", "RaggedFeature",
+                                  "parse_sequence_example", "parse_single_sequence_example"])
 def test_parsing_and_writing_are_tpsd_s(name):
     assert getattr(tps.io, name) is getattr(tpsd, name)
 
 
 @pytest.mark.parametrize("name", ["decode_webp", "decode_jxl", "decode_proto", "encode_proto", "write_graph",
-                                  "TFRecordOptions", "RaggedFeature", "parse_sequence_example"])
+                                  "TFRecordOptions"])
 def test_placeholders_raise_naming_the_tensorflow_name(name):
     with pytest.raises(NotProvidedError, match=rf"tf\.io\.{name} has no counterpart"):
         getattr(tps.io, name)()

@@ -40,21 +40,6 @@ REASONS: dict[str, tuple[str, str]] = {
         "TPUEmbedding drives the TPU's embedding hardware (SparseCore) through TensorFlow ops; JAX has no "
         "public API for it.",
         "an embedding table as a variable looked up with jnp.take (sharded by the strategy)."),
-    'tf.io.FixedLenSequenceFeature': (
-        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
-        'tpsd.VarLenFeature (a SparseTensor of the values), densified with tps.sparse.to_dense.'),
-    'tf.io.RaggedFeature': (
-        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
-        'tpsd.VarLenFeature, whose SparseTensor rows are the ragged rows.'),
-    'tf.io.SparseFeature': (
-        "tpsd's Example parser (tpsd.parse_example / parse_single_example) reads Example protos with FixedLenFeature and VarLenFeature only; this feature kind is not implemented.",
-        'tpsd.VarLenFeature for the index and value keys, joined into tps.sparse.SparseTensor in Dataset.map.'),
-    'tf.io.parse_sequence_example': (
-        "tpsd's Example parser reads Example protos only; SequenceExample (context plus feature lists) is not implemented.",
-        "store the sequence as Example features (tpsd.make_example) and tpsd.parse_example, or parse the bytes with the `protobuf` package and TensorFlow's example.proto."),
-    'tf.io.parse_single_sequence_example': (
-        "tpsd's Example parser reads Example protos only; SequenceExample (context plus feature lists) is not implemented.",
-        "store the sequence as Example features and tpsd.parse_single_example, or parse the bytes with the `protobuf` package and TensorFlow's example.proto."),
     'tf.io.TFRecordOptions': (
         "tpsd.TFRecordWriter and the TFRecord readers take only the compression type; zlib's tuning (buffer sizes, window bits, level, strategy) is not exposed.",
         "tpsd.TFRecordWriter(path, compression_type='GZIP' or 'ZLIB')."),

@@ -25,10 +25,25 @@ from tpustrategy._src.data.parsing.example import parse_single_example as parse_
 from tpustrategy._src.data.parsing.example_proto import BytesList as BytesList
 from tpustrategy._src.data.parsing.example_proto import Example as Example
 from tpustrategy._src.data.parsing.example_proto import Feature as Feature
+from tpustrategy._src.data.parsing.example_proto import FeatureList as FeatureList
+from tpustrategy._src.data.parsing.example_proto import FeatureLists as FeatureLists
 from tpustrategy._src.data.parsing.example_proto import Features as Features
 from tpustrategy._src.data.parsing.example_proto import FloatList as FloatList
 from tpustrategy._src.data.parsing.example_proto import Int64List as Int64List
+from tpustrategy._src.data.parsing.example_proto import SequenceExample as SequenceExample
 from tpustrategy._src.data.parsing.example_proto import make_example as make_example
+from tpustrategy._src.data.parsing.feature_kinds import (
+    FixedLenSequenceFeature as FixedLenSequenceFeature,
+)
+from tpustrategy._src.data.parsing.feature_kinds import RaggedFeature as RaggedFeature
+from tpustrategy._src.data.parsing.feature_kinds import RaggedTensorValue as RaggedTensorValue
+from tpustrategy._src.data.parsing.feature_kinds import SparseFeature as SparseFeature
+from tpustrategy._src.data.parsing.sequence_example import (
+    parse_sequence_example as parse_sequence_example,
+)
+from tpustrategy._src.data.parsing.sequence_example import (
+    parse_single_sequence_example as parse_single_sequence_example,
+)
 from tpustrategy._src.data.sources.readers import (
     FixedLengthRecordDataset as FixedLengthRecordDataset,
 )

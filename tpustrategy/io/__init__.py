@@ -36,21 +36,21 @@ from tpustrategy._src.not_provided import not_provided as _not_provided
 
 # tf.io's Example parsing and TFRecord writing are tpsd's (the same objects).
 from tpustrategy.data import FixedLenFeature as FixedLenFeature
+from tpustrategy.data import FixedLenSequenceFeature as FixedLenSequenceFeature
+from tpustrategy.data import RaggedFeature as RaggedFeature
+from tpustrategy.data import SparseFeature as SparseFeature
 from tpustrategy.data import TFRecordWriter as TFRecordWriter
 from tpustrategy.data import VarLenFeature as VarLenFeature
 from tpustrategy.data import parse_example as parse_example
+from tpustrategy.data import parse_sequence_example as parse_sequence_example
 from tpustrategy.data import parse_single_example as parse_single_example
+from tpustrategy.data import parse_single_sequence_example as parse_single_sequence_example
 from tpustrategy.io import gfile as gfile
 
 # TensorFlow names without a counterpart (README, "TensorFlow names we do not have").
-FixedLenSequenceFeature = _not_provided("tf.io.FixedLenSequenceFeature")
-RaggedFeature = _not_provided("tf.io.RaggedFeature")
-SparseFeature = _not_provided("tf.io.SparseFeature")
 TFRecordOptions = _not_provided("tf.io.TFRecordOptions")
 decode_jxl = _not_provided("tf.io.decode_jxl")
 decode_proto = _not_provided("tf.io.decode_proto")
 decode_webp = _not_provided("tf.io.decode_webp")
 encode_proto = _not_provided("tf.io.encode_proto")
-parse_sequence_example = _not_provided("tf.io.parse_sequence_example")
-parse_single_sequence_example = _not_provided("tf.io.parse_single_sequence_example")
 write_graph = _not_provided("tf.io.write_graph")

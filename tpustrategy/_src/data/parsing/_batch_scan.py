@@ -40,7 +40,6 @@ messages.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -428,12 +427,10 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
         one = _single_fields(buf, ls, le)
         if one is not None and (one[1] == 0x0A).all():
             seg_msg, _, vs, ve = one
-        elif want == 1 and (fields := _repeated_field(buf, ls, le, 4)) is not None:
-            if fields is TOO_MANY_STEPS:  # long lists: protobuf's C parser per list is quicker
-                strings, counts = _bytes_lists(joined, ls, le, rec, n)
-                out[key] = _assemble(spec, strings, counts, present, n)
-                continue
-            seg_msg, vs, ve = fields
+        elif want == 1:  # several values in a list: all lists in one call of protobuf's C parser
+            strings, counts = _bytes_lists(joined, ls, le, rec, n)
+            out[key] = _assemble(spec, strings, counts, present, n)
+            continue
         else:
             lists = scan_fields(buf, ls, le)
             allowed = _LIST_WIRE_TYPES[want]
@@ -458,17 +455,44 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
 
 def _bytes_lists(joined: bytes, ls: np.ndarray, le: np.ndarray, rec: np.ndarray,
                  n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``), parsed by
-    protobuf one list at a time, and their count per record."""
-    parse = BytesList.FromString
-    view = memoryview(joined)
+    """The values of BytesList messages ``joined[ls:le]`` (one per record ``rec``) and their count
+    per record (:func:`bytes_values`)."""
+    values, per_list = bytes_values(joined, np.frombuffer(joined, np.uint8), ls, le)
+    counts = np.zeros(n, np.int64)
+    counts[rec] = per_list
+    return values, counts
+
+
+def bytes_values(joined: bytes, buf: np.ndarray, ls: np.ndarray, le: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values of the BytesList messages ``joined[ls:le]`` and their count per message.
+
+    The messages, joined, are one BytesList (a repeated field's occurrences add up), parsed by
+    protobuf's C parser in one call. Each value of length ``k`` took ``1 + width(k) + k`` bytes
+    (its tag, its length as a varint, itself), so the values' ends fall on the messages'
+    boundaries, which give each message's count -- unless a message holds anything else (an
+    unknown field, a length written in more bytes than needed), which makes the sizes disagree:
+    then :class:`_Bail`.
+    """
+    if ls.size < 64 or (le - ls).sum() > 64 * ls.size:  # few or long lists: copy each at once
+        view = memoryview(joined)
+        data = b"".join([view[s:e] for s, e in zip(ls.tolist(), le.tolist())])
+    else:
+        data = buf[_ranges(ls, le - ls)].tobytes()
     try:
-        rows = [parse(view[s:e]).value for s, e in zip(ls.tolist(), le.tolist())]
+        values = list(BytesList.FromString(data).value)
     except DecodeError:
         raise _Bail from None
-    counts = np.zeros(n, np.int64)
-    counts[rec] = np.fromiter(map(len, rows), np.int64, len(rows))
-    return _object_array(list(itertools.chain.from_iterable(rows))), counts
+    k = np.fromiter(map(len, values), np.int64, len(values))
+    size = 1 + k + 1 + (k >= 1 << 7) + (k >= 1 << 14) + (k >= 1 << 21) + (k >= 1 << 28)
+    ends = np.cumsum(size)
+    bounds = np.cumsum(le - ls)
+    if (ends[-1] if ends.size else 0) != (bounds[-1] if bounds.size else 0):
+        raise _Bail
+    upto = np.searchsorted(ends, bounds, side="right")
+    if upto.size and (np.concatenate([[0], ends])[upto] != bounds).any():
+        raise _Bail  # a value runs across two messages: they were not BytesLists of whole values
+    per_list = np.diff(np.concatenate([[0], upto])).astype(np.int64)
+    return _object_array(values), per_list
 
 
 def _general_entries(buf: np.ndarray, es: np.ndarray, ee: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -9,6 +9,10 @@ features)`` follow ``tf.io.parse_example`` semantics with NumPy results:
   the default, or is an error when there is none.
 * ``VarLenFeature(dtype)``: a 1-D array of one example's values; for a batch
   the pair ``(values, row_lengths)``.
+* ``FixedLenSequenceFeature``, ``SparseFeature``, ``RaggedFeature``
+  (:mod:`.feature_kinds`): read as VarLen lists of their keys, then built by
+  :mod:`.composite` -- rows padded to the batch's longest, a
+  ``tps.sparse.SparseTensor``, a ``RaggedBatch`` or ``RaggedTensorValue``.
 
 Three ways to the same result: when every serialized example in a batch has
 the same length and the same bytes outside the requested numeric payloads (the
@@ -32,45 +36,21 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.parsing import _batch_scan, _example_layout
+from tpustrategy._src.data.parsing import _batch_scan, _example_layout, composite
+from tpustrategy._src.data.parsing.dtypes import (
+    _INT64,
+    _KIND_OF,
+    _NAME_OF,
+    _STRING,
+    canonical_dtype,
+)
 from tpustrategy._src.data.parsing.example_proto import Example
-
-_INT64 = np.dtype(np.int64)
-_FLOAT32 = np.dtype(np.float32)
-_STRING = np.dtype(object)
-_KIND_OF = {_INT64: "int64_list", _FLOAT32: "float_list", _STRING: "bytes_list"}
-_NAME_OF = {_INT64: "int64", _FLOAT32: "float32", _STRING: "string"}
-_STRING_ALIASES = ("string", "str", "bytes", "object")
-
-
-def canonical_dtype(dtype: object, *, api: str) -> np.dtype:
-    """Returns int64, float32 or object (for strings) for an accepted dtype spelling.
-
-    Accepted: the names "int64", "float32", "string"; ``np.int64``,
-    ``np.float32``, ``bytes``, ``str``, ``object`` and their NumPy dtypes; and
-    any object whose ``.name`` is one of the names (such as ``tf.int64``).
-    """
-    name = getattr(dtype, "name", None) if not isinstance(dtype, str | np.dtype) else None
-    if isinstance(name, str) and name in ("int64", "float32", "string"):
-        dtype = name
-    if isinstance(dtype, str) and dtype in _STRING_ALIASES:
-        return _STRING
-    if dtype in (bytes, str, object, np.bytes_, np.str_, np.object_):
-        return _STRING
-    try:
-        np_dtype = np.dtype(dtype)  # type: ignore[call-overload]
-    except TypeError:
-        np_dtype = None
-    if np_dtype in (_INT64, _FLOAT32):
-        return np_dtype
-    if np_dtype is not None and np_dtype.kind in "OSU":
-        return _STRING
-    raise ValueError(
-        f"{api}: dtype must be int64, float32 or string (the kinds a tf.train.Example "
-        f"stores). Received: dtype={dtype!r}.\nFix: pass 'int64', 'float32' or 'string' "
-        "(or np.int64, np.float32, bytes); cast the parsed array afterwards if you need "
-        "another dtype."
-    )
+from tpustrategy._src.data.parsing.feature_kinds import (
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    SparseFeature,
+)
+from tpustrategy._src.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -165,25 +145,105 @@ class VarLenFeature:
 
 
 Spec = FixedLenFeature | VarLenFeature
+AnySpec = FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | SparseFeature | RaggedFeature
+_KINDS = (FixedLenFeature, VarLenFeature, FixedLenSequenceFeature, SparseFeature, RaggedFeature)
+_KIND_LIST = "FixedLenFeature, VarLenFeature, FixedLenSequenceFeature, SparseFeature or RaggedFeature"
 
 
-def _check_features(api: str, features: object) -> dict[str, Spec]:
+def _check_features(api: str, features: object, kinds: tuple[type, ...] = _KINDS) -> dict[str, Any]:
     if not isinstance(features, Mapping) or not features:
         raise ValueError(
-            f"{api}: features must be a non-empty dict of name -> FixedLenFeature or "
-            f"VarLenFeature. Received: {features!r:.200}."
+            f"{api}: features must be a non-empty dict of name -> {_KIND_LIST}. "
+            f"Received: {features!r:.200}."
         )
-    out: dict[str, Spec] = {}
+    out: dict[str, Any] = {}
     for key, spec in features.items():
-        if not isinstance(spec, FixedLenFeature | VarLenFeature):
+        if isinstance(spec, _KINDS) and not isinstance(spec, kinds):
+            raise ValueError(f"Unsupported {type(spec).__name__} {spec!r} for key '{key}'\nFix: {api} accepts "
+                             f"{', '.join(k.__name__ for k in kinds)} here.")
+        if not isinstance(spec, kinds):
+            names = [k.__name__ for k in kinds]
             raise TypeError(
-                f"{api}: features[{key!r}] must be a FixedLenFeature or VarLenFeature. "
-                f"Received: {spec!r:.200} of type {type(spec).__name__}.\nFix: e.g. "
+                f"{api}: features[{key!r}] must be a {names[0]} or {names[1]}"
+                + (f" (or {', '.join(names[2:])})" if len(names) > 2 else "")
+                + f". Received: {spec!r:.200} of type {type(spec).__name__}.\nFix: e.g. "
                 "FixedLenFeature([], 'int64') or VarLenFeature('float32')."
             )
         if not isinstance(key, str):
             raise TypeError(f"{api}: feature names must be str. Received: {key!r}.")
         out[key] = spec
+    return out
+
+
+def _base_specs(specs: dict[str, Any]) -> dict[str, Spec] | None:
+    """The FixedLen / VarLen reads that ``specs`` need (None if they are all FixedLen / VarLen).
+
+    A FixedLenSequence, Sparse or Ragged feature reads VarLen lists of its keys. As in
+    TensorFlow, a key is read one way only: dense (FixedLen, FixedLenSequence), sparse (VarLen,
+    SparseFeature keys) and ragged (RaggedFeature keys) keys must not intersect, and a key
+    read twice the same way needs the same dtype.
+    """
+    if all(isinstance(s, FixedLenFeature | VarLenFeature) for s in specs.values()):
+        return None
+    groups: dict[str, dict[str, np.dtype]] = {"dense": {}, "sparse": {}, "ragged": {}}
+
+    def add(group: str, key: str, dtype: np.dtype) -> None:
+        seen = groups[group].get(key)
+        if seen is not None and seen != dtype:
+            raise ValueError(f"Conflicting type {_NAME_OF[seen]} vs {_NAME_OF[dtype]} for feature {key}.\n"
+                             f"Fix: read {key!r} with one dtype.")
+        groups[group][key] = dtype
+
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenFeature | FixedLenSequenceFeature):
+            add("dense", key, spec.dtype)
+        elif isinstance(spec, VarLenFeature):
+            add("sparse", key, spec.dtype)
+        elif isinstance(spec, SparseFeature):
+            for ix in sorted(spec.index_keys):
+                add("sparse", ix, _INT64)
+            add("sparse", spec.value_key, spec.dtype)
+        else:
+            add("ragged", key if spec.value_key is None else spec.value_key, spec.dtype)
+            for part in spec.partitions:
+                if not isinstance(part, RaggedFeature.UniformRowLength):
+                    add("ragged", part.key, _INT64)
+    for a, b in (("dense", "sparse"), ("dense", "ragged"), ("ragged", "sparse")):
+        both = set(groups[a]) & set(groups[b])
+        if both:
+            raise ValueError(
+                f"{a.capitalize()} and {b} keys must not intersect; {a}_keys: {sorted(groups[a])}, {b}_keys: "
+                f"{sorted(groups[b])}, intersection: {both}\nFix: read each key with one kind of feature.")
+    base: dict[str, Spec] = {}
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenFeature):
+            base[key] = spec
+    for group in ("dense", "sparse", "ragged"):
+        for key, dtype in groups[group].items():
+            if key not in base:
+                base[key] = VarLenFeature(dtype)
+    return base
+
+
+def _compose(specs: dict[str, Any], raw: dict[str, Any], batched: bool) -> dict[str, Any]:
+    """The results of ``specs`` (in their order) from the FixedLen / VarLen reads ``raw`` (batched)."""
+    out: dict[str, Any] = {}
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenFeature | VarLenFeature):
+            out[key] = raw[key] if batched else _one(raw[key])
+        elif isinstance(spec, FixedLenSequenceFeature):
+            values, counts = raw[key]
+            composite.check_stride(counts, tuple(spec.shape), key, spec.dtype)
+            rows = composite.padded_rows(values, counts, tuple(spec.shape), spec._pad, spec.dtype)
+            out[key] = rows if batched else rows[0]
+        elif isinstance(spec, SparseFeature):
+            out[key] = composite.sparse(key, spec, [raw[ix] for ix in spec.index_keys], raw[spec.value_key],
+                                        batched)
+        else:
+            vk = key if spec.value_key is None else spec.value_key
+            parts = {p.key: raw[p.key] for p in spec.partitions if not isinstance(p, RaggedFeature.UniformRowLength)}
+            flat, rows, levels = composite.ragged_parts(key, spec, raw[vk], parts)
+            out[key] = composite.ragged_result(flat, rows if batched else None, levels, spec.row_splits_dtype)
     return out
 
 
@@ -230,8 +290,13 @@ def _decode(api: str, batch: list[bytes]) -> list[Any]:
     return out
 
 
+_TF_TYPE = {"int64_list": "int64", "float_list": "float", "bytes_list": "string"}
+
+
 def _type_error(api: str, key: str, index: int, kind: str, dtype: np.dtype) -> ValueError:
-    return ValueError(
+    return InvalidArgumentError(
+        f"Name: <unknown>, Key: {key}, Index: {index}.  Data types don't match. Data type: {_TF_TYPE[kind]} but "
+        f"expected type: {_TF_TYPE[_KIND_OF[dtype]]}\n"
         f"{api}: feature {key!r} of example {index} is stored as {kind} but was requested "
         f"as {_NAME_OF[dtype]} (it would be read from {_KIND_OF[dtype]}).\nFix: request "
         f"dtype={_KIND_NAMES[kind]!r} for {key!r}, or write the feature with "
@@ -312,7 +377,20 @@ def _parse_var(
     return np.fromiter(flat, dtype=spec.dtype, count=total), lengths
 
 
-def _parse(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
+def _parse(api: str, batch: list[bytes], specs: dict[str, Any], batched: bool = True) -> dict[str, Any]:
+    base = _base_specs(specs)
+    if base is None:
+        raw = _parse_base(api, batch, specs)
+        return raw if batched else {k: _one(v) for k, v in raw.items()}
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenSequenceFeature) and not spec.allow_missing:
+            raise ValueError("Unsupported: FixedLenSequenceFeature requires allow_missing to be True.\n"
+                             f"Fix: FixedLenSequenceFeature(..., allow_missing=True) for {key!r} (in an Example "
+                             "a missing feature gives zero rows).")
+    return _compose(specs, _parse_base(api, batch, base), batched)
+
+
+def _parse_base(api: str, batch: list[bytes], specs: dict[str, Spec]) -> dict[str, Any]:
     fast = None
     if len(batch) >= _batch_scan.MIN_BATCH:
         fast = _example_layout.parse_uniform_batch(batch, specs)
@@ -342,13 +420,18 @@ def parse_example(
 
     Args:
       serialized: a list or 1-D object array of ``bytes``.
-      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+      features: feature name -> ``FixedLenFeature``, ``VarLenFeature``,
+        ``FixedLenSequenceFeature`` (``allow_missing=True``), ``SparseFeature``
+        or ``RaggedFeature``.
 
     Returns:
       A dict, in the order of ``features``: a FixedLen feature gives an array of
       shape ``[batch] + shape``; a VarLen feature gives ``(values,
-      row_lengths)`` (``values`` 1-D, ``row_lengths`` int64 of length batch).
-      Strings are object arrays of ``bytes``.
+      row_lengths)`` (``values`` 1-D, ``row_lengths`` int64 of length batch); a
+      FixedLenSequence feature ``[batch, rows, *shape]`` padded with its
+      ``default_value``; a SparseFeature a ``tps.sparse.SparseTensor`` of dense
+      shape ``[batch, *size]``; a RaggedFeature a ``RaggedBatch`` (no ragged
+      partitions) or a ``RaggedTensorValue``. Strings are object arrays of ``bytes``.
 
     Raises:
       ValueError: a record is not an Example; a required feature is missing; a
@@ -373,13 +456,17 @@ def parse_single_example(
 
     Args:
       serialized: the record (``bytes``; a 0-d object array is accepted).
-      features: feature name -> ``FixedLenFeature`` or ``VarLenFeature``.
+      features: feature name -> ``FixedLenFeature``, ``VarLenFeature``,
+        ``FixedLenSequenceFeature``, ``SparseFeature`` or ``RaggedFeature``.
 
     Returns:
       A dict: a FixedLen feature gives an array of its ``shape`` (a NumPy scalar
       array for shape ``[]``, and ``bytes`` for a scalar string: strings are
       ``bytes``, as everywhere in a pipeline); a VarLen feature a 1-D array of
-      its values.
+      its values; a FixedLenSequence feature ``[rows, *shape]``; a
+      SparseFeature a ``SparseTensor`` of dense shape ``size``; a RaggedFeature
+      an array (no ragged partitions), a ``RaggedBatch`` (one) or a
+      ``RaggedTensorValue``.
 
     Raises:
       ValueError: as :func:`parse_example`.
@@ -395,8 +482,7 @@ def parse_single_example(
             f"{api}: serialized must be one bytes object (a serialized Example). Received: "
             f"{type(serialized).__name__}.\nFix: use parse_example for a batch."
         )
-    parsed = _parse(api, [serialized], specs)
-    return {k: _one(v) for k, v in parsed.items()}
+    return _parse(api, [serialized], specs, batched=False)
 
 
 def _one(batched: Any) -> Any:
