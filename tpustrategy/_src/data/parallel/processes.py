@@ -47,7 +47,7 @@ import traceback
 import weakref
 from typing import Any
 
-from tpustrategy._src.data.core.iterator import NodeIterator
+from tpustrategy._src.data.core.iterator import NodeIterator, pull
 from tpustrategy._src.data.parallel.channel import AVAILABLE as AVAILABLE
 from tpustrategy._src.data.parallel.channel import DEPTH as DEPTH
 from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MAX_BYTES
@@ -99,6 +99,55 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
+def map_elements(task: Any, elems: list[Any]) -> tuple[list[Any], RemoteError | None]:
+    """``task`` applied to each element; an element's error in its place, a fatal one ends the chunk."""
+    outs: list[Any] = []
+    for x in elems:
+        try:
+            outs.append(task(x))
+        except Exception as e:  # this element's error, delivered in its place
+            outs.append(RemoteError(e))
+        except BaseException as e:  # SystemExit, KeyboardInterrupt: ends the stream
+            return outs, RemoteError(e)
+    return outs, None
+
+
+class Batches(list):
+    """A fused chunk's result: ``(count, batch)`` pairs, each batch stacked in the worker."""
+
+    __slots__ = ()
+
+
+class MapBatchTask:
+    """``map`` then ``batch`` in the worker: one stacked array per batch crosses back, not one per element.
+
+    ``map_chunk`` maps a chunk of whole batches (the last one may be short at
+    the end of the stream) and stacks each batch as ``Dataset.batch`` does. A
+    chunk in which an element fails, or whose elements do not stack, comes
+    back element by element (with `RemoteError` in the failed places), so that
+    the parent can deliver it exactly as the unfused pipeline would.
+    """
+
+    def __init__(self, fn: Any, batch_size: int):
+        self.fn, self.batch_size = fn, batch_size
+
+    def __call__(self, x: Any) -> Any:
+        return self.fn(x)
+
+    def map_chunk(self, elems: list[Any]) -> tuple[list[Any], RemoteError | None]:
+        from tpustrategy._src.data.core.structure import stack
+
+        outs, fatal = map_elements(self.fn, elems)
+        if fatal is not None or any(type(x) is RemoteError for x in outs):
+            return outs, fatal
+        n = self.batch_size
+        try:
+            return Batches((len(outs[i : i + n]), stack(outs[i : i + n], "Dataset.batch"))
+                           for i in range(0, len(outs), n)), None
+        except Exception:  # elements that do not stack: the parent batches them, raising batch's own error
+            return outs, None
+
+
 def worker_main(fd: int) -> None:
     """A worker process: loads the task, then maps chunks until its socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -116,22 +165,23 @@ def worker_main(fd: int) -> None:
         sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
         return
     sock.send(("ready", os.getpid()))
+    map_chunk = getattr(task, "map_chunk", None)  # a task that maps a whole chunk (MapBatchTask)
     while True:
         try:
             cid, elems = sock.recv()
         except (EOFError, ConnectionError, OSError):
             return
-        outs: list[Any] = []
-        fatal: RemoteError | None = None
-        t0 = time.perf_counter()
-        for x in elems:
+        if cid == "task":  # a parked pool adopted by another map: its function replaces this one
             try:
-                outs.append(task(x))
-            except Exception as e:  # this element's error, delivered in its place
-                outs.append(RemoteError(e))
-            except BaseException as e:  # SystemExit, KeyboardInterrupt: ends the stream
-                fatal = RemoteError(e)
-                break
+                task = pickle.loads(elems)
+            except BaseException as e:
+                sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+                return
+            map_chunk = getattr(task, "map_chunk", None)
+            sock.send(("ready", os.getpid()))
+            continue
+        t0 = time.perf_counter()
+        outs, fatal = map_chunk(elems) if map_chunk is not None else map_elements(task, elems)
         dt = time.perf_counter() - t0
         try:
             sock.send(("ok", cid, outs, dt, fatal))
@@ -246,6 +296,28 @@ class ProcessPool:
                         f"worker {w.index} (pid {w.pid}) exited with code {code}{_signal_name(code)} while "
                         "starting") from None
 
+    def retask(self, task: bytes) -> None:
+        """Loads another pickled task into the running workers (WorkerStartError if one cannot)."""
+        if task == self._task:
+            return
+        self._task = task
+        try:
+            for w in self.workers:
+                w.sock.send(("task", task))
+            deadline = time.monotonic() + START_TIMEOUT_S
+            for w in self.workers:
+                msg = self._recv_start(w, deadline)
+                if msg[0] != "ready":
+                    raise WorkerStartError(f"worker {w.index} could not load the map function:\n{msg[1]}")
+        except BaseException:
+            self.close()
+            raise
+
+    def healthy(self, n: int, intra_op: int | None) -> bool:
+        """Whether this pool has ``n`` live, idle workers with ``intra_op`` threads."""
+        return (not self.closed and len(self.workers) == n and intra_op == self._intra_op
+                and all(not w.cids and not w.dead and w.proc.poll() is None for w in self.workers))
+
     def free_worker(self) -> _Worker | None:
         """The worker holding the fewest chunks, if it holds fewer than `DEPTH`."""
         alive = [w for w in self.workers if not w.dead]
@@ -331,6 +403,52 @@ def _close_all_pools() -> None:
         pool.close()
 
 
+# --------------------------------------------------------------------------- parked pools
+
+PARK_S = 2.0  # how long the pool of an iterator that ended normally waits for the next iterator
+_PARK_LOCK = threading.Lock()
+_PARKED: dict[tuple[int, int | None], ProcessPool] = {}
+
+
+def park_pool(pool: ProcessPool) -> None:
+    """Keeps an idle pool for `PARK_S` seconds: the next parallel map (the next epoch, the next pass,
+    the same pipeline built again) with as many workers adopts it and skips the start-up."""
+    key = (pool._n, pool._intra_op)
+    with _PARK_LOCK:
+        old, _PARKED[key] = _PARKED.get(key), pool
+    if old is not None and old is not pool:
+        old.close()
+    timer = threading.Timer(PARK_S, _drop_parked, (pool,))
+    timer.name = "tpsd-map-pool-park"
+    timer.daemon = True
+    timer.start()
+
+
+def _drop_parked(pool: ProcessPool) -> None:
+    key = (pool._n, pool._intra_op)
+    with _PARK_LOCK:
+        if _PARKED.get(key) is not pool:
+            return
+        del _PARKED[key]
+    pool.close()
+
+
+def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:
+    """A parked pool of ``n`` live workers, loaded with ``task``; None if there is none (or it failed)."""
+    with _PARK_LOCK:
+        pool = _PARKED.pop((n, intra_op), None)
+    if pool is None:
+        return None
+    if not pool.healthy(n, intra_op):
+        pool.close()
+        return None
+    try:
+        pool.retask(task)
+    except WorkerStartError:
+        return None  # closed by retask; the caller starts a fresh pool, which reports the error
+    return pool
+
+
 # --------------------------------------------------------------------------- feeding a pool in order
 
 
@@ -344,9 +462,11 @@ class ProcessMapRunner:
     function). ``(None, [], None)`` is the end.
     """
 
-    def __init__(self, pool: ProcessPool, it: NodeIterator, chunk: int = 1):
+    def __init__(self, pool: ProcessPool, it: NodeIterator, chunk: int = 1, unit: int = 1):
         self.pool, self.it = pool, it
-        self.chunk = max(1, min(MAX_CHUNK, chunk))
+        self.unit = unit  # chunks are whole multiples of this many elements (a fused batch)
+        self.chunk = self._chunk_size(chunk)
+        self.sizes: dict[int, int] = {}
         self.next_cid = 0
         self.take_cid = 0
         self.states: dict[int, Any] = {}
@@ -354,12 +474,17 @@ class ProcessMapRunner:
         self.input_done = False
         self.dropped: set[int] = set()
 
+    def _chunk_size(self, elements: int) -> int:
+        u = self.unit
+        return max(u, min(MAX_CHUNK, elements) // u * u)
+
     def reset(self) -> None:
         """Forgets every chunk in flight (after the input's state was set): their results are dropped."""
         for w in self.pool.workers:
             self.dropped.update(w.cids)
         self.take_cid = self.next_cid
         self.states.clear()
+        self.sizes.clear()
         self.done.clear()
         self.input_done = False
 
@@ -373,7 +498,8 @@ class ProcessMapRunner:
             state = None
             try:
                 state = self.it.get_state()
-                elems = self.it._next_many(self.chunk)
+                # A fused chunk must hold whole batches: pull reads until it has them (or the end).
+                elems = self.it._next_many(self.chunk) if self.unit == 1 else pull(self.it, self.chunk)
             except Exception as e:  # an input element's error, delivered in its place
                 self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
                 continue
@@ -386,6 +512,7 @@ class ProcessMapRunner:
                 self.input_done = True
                 return
             self.states[cid] = state
+            self.sizes[cid] = len(elems)
             self.pool.submit(w, cid, elems)
 
     def _handle(self, w: _Worker, msg: Any) -> None:
@@ -406,7 +533,7 @@ class ProcessMapRunner:
             self.dropped.discard(cid)
             return
         failed = False
-        for i, x in enumerate(outs):
+        for i, x in enumerate(outs if type(outs) is not Batches else ()):
             if type(x) is RemoteError:
                 outs[i] = ElementError(x.rebuild(w.index, w.pid))  # type: ignore[arg-type]
                 failed = True
@@ -414,10 +541,11 @@ class ProcessMapRunner:
             outs = FailedChunk(outs)
         end = fatal.rebuild(w.index, w.pid) if fatal is not None else None
         STATS["worker_map_s"] += dt
-        STATS["worker_elements"] += len(outs)
-        if outs:
-            per_elem = dt / len(outs)
-            self.chunk = int(min(MAX_CHUNK, max(1, TARGET_CHUNK_S / max(per_elem, 1e-7))))
+        STATS["worker_elements"] += self.sizes.get(cid, len(outs))
+        n_in = self.sizes.pop(cid, len(outs))
+        if outs and n_in:
+            per_elem = dt / n_in
+            self.chunk = self._chunk_size(int(TARGET_CHUNK_S / max(per_elem, 1e-7)))
         self.done[cid] = (self.states.pop(cid, None), outs, end)
 
     def next_chunk(self) -> tuple[Any, list[Any], BaseException | None]:

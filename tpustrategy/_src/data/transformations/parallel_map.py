@@ -173,8 +173,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
       task: returns ``fn`` pickled for the workers, or None (after warning).
       intra_op: threads NumPy/BLAS may use inside one worker process.
       warn: warns (once per dataset) that ``fn`` stays on threads, and why.
-      owner: the dataset, which keeps the pool of an iterator that ended
-        normally for `PARK_S` seconds, for its next iterator.
+      owner: unused (kept for the callers' signature).
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
@@ -212,14 +211,14 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _start_processes(self, chunk: int) -> bool:
         """Starts the worker processes (at a chunk boundary); False (threads from now on) if they cannot run ``fn``."""
         self._mode = "off"  # one try per iterator
-        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            return False
+        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
             self._pool_finalizer = weakref.finalize(self, pool.close)
             return True
-        payload = self._task() if self._task is not None else None
-        if payload is None:
-            return False
         pool = processes.ProcessPool(payload, self._workers, self._intra_op)
         try:
             pool.start()
@@ -240,7 +239,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _park(self) -> None:
         """At the normal end: hands an idle, healthy pool to the dataset for its next iterator."""
         runner = self._runner
-        if runner is None or self._owner is None:
+        if runner is None:
             return
         pool = runner.pool
         if pool.closed or any(w.cids or w.dead for w in pool.workers):
@@ -248,7 +247,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         self._runner = None
         self._pool_finalizer.detach()
         self._pool_finalizer = None
-        self._owner._park_pool(pool)
+        processes.park_pool(pool)
 
     def _stop(self) -> None:
         sh = self._sh
@@ -258,16 +257,16 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
 
     def _launch_pool(self, sh: _MapShared) -> None:
         """Starts a pool in the background while the threads go on, or stays on threads (after one warning)."""
-        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            self._mode, sh.switch = "off", False
+            return
+        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._pool_finalizer = weakref.finalize(self, pool.close)
             with sh.cond:
                 sh.pool, sh.pool_state, sh.input_done = pool, "ready", True
                 sh.cond.notify_all()
-            return
-        payload = self._task() if self._task is not None else None
-        if payload is None:
-            self._mode, sh.switch = "off", False
             return
         pool = processes.ProcessPool(payload, self._workers, self._intra_op)
         self._pool_finalizer = weakref.finalize(self, pool.close)
