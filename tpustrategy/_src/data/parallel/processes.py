@@ -47,7 +47,7 @@ import traceback
 import weakref
 from typing import Any
 
-from tpustrategy._src.data.core.iterator import NodeIterator, pull
+from tpustrategy._src.data.core.iterator import NodeIterator
 from tpustrategy._src.data.parallel.channel import AVAILABLE as AVAILABLE
 from tpustrategy._src.data.parallel.channel import DEPTH as DEPTH
 from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MAX_BYTES
@@ -56,7 +56,7 @@ from tpustrategy._src.data.parallel.channel import STATS as STATS
 from tpustrategy._src.data.parallel.channel import Channel as Channel
 from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name
 from tpustrategy._src.data.parallel.sendable import pickle_task as pickle_task
-from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
+from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, read_chunk
 from tpustrategy._src.errors import InternalError
 
 TARGET_CHUNK_S = 0.004  # a chunk's mapping time in a worker (amortises ~100 µs of hand-off)
@@ -69,11 +69,20 @@ _POLL_S = 1.0
 
 
 class WorkerCrashedError(InternalError):
-    """A worker process of a parallel ``map`` died (``tf.errors.InternalError`` family).
+    """A worker process of a parallel ``map`` died (``tpsd.experimental.WorkerCrashedError``).
 
-    Raised at the position of the first element the worker held, after every
-    earlier element. Attributes: ``worker`` (its index), ``pid``, ``exitcode``
+    tpustrategy's own (tf.data runs ``map`` on C++ threads and has no worker
+    processes); a subclass of ``tf.errors.InternalError`` (``tps.errors.InternalError``),
+    so a program catching that catches this too. Raised at the position of the
+    first element the worker held, after every earlier element; the iterator
+    ends after it. Attributes: ``worker`` (its index), ``pid``, ``exitcode``
     (negative: killed by that signal).
+
+    Example:
+      >>> try:
+      ...     for batch in ds: ...
+      ... except tpsd.experimental.WorkerCrashedError as e:
+      ...     print(e.worker, e.exitcode)
     """
 
     def __init__(self, message: str, worker: int = -1, pid: int = -1, exitcode: int | None = None):
@@ -82,7 +91,14 @@ class WorkerCrashedError(InternalError):
 
 
 class ThreadFallbackWarning(UserWarning):
-    """A parallel ``map`` whose function cannot go to worker processes runs on threads instead."""
+    """A parallel ``map``'s function cannot go to worker processes and runs on threads instead.
+
+    ``tpsd.experimental.ThreadFallbackWarning``; tpustrategy's own (no TensorFlow
+    counterpart). Warned once per dataset, saying why (a closure over a live
+    object, JAX calls, no cloudpickle for a lambda). Silence it with
+    ``warnings.filterwarnings("ignore", category=tpsd.experimental.ThreadFallbackWarning)``
+    or choose threads with ``Options().threading.experimental_worker_processes = False``.
+    """
 
 
 class WorkerStartError(RuntimeError):
@@ -495,18 +511,14 @@ class ProcessMapRunner:
                 return
             cid = self.next_cid
             self.next_cid += 1
-            state = None
-            try:
-                state = self.it.get_state()
-                # A fused chunk must hold whole batches: pull reads until it has them (or the end).
-                elems = self.it._next_many(self.chunk) if self.unit == 1 else pull(self.it, self.chunk)
-            except Exception as e:  # an input element's error, delivered in its place
-                self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
+            # A fused chunk must hold whole batches: it reads until it has them (or the end).
+            state, elems, err = read_chunk(self.it, self.chunk, bulk=self.unit > 1)
+            if err is not None or type(elems) is FailedChunk:  # delivered in its place
+                self.done[cid] = (state, elems, err)
+                if err is not None:
+                    self.input_done = True
+                    return
                 continue
-            except BaseException as e:
-                self.done[cid] = (None, [], e)
-                self.input_done = True
-                return
             if not elems:
                 self.done[cid] = (None, [], None)
                 self.input_done = True

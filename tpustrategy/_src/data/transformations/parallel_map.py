@@ -18,13 +18,14 @@ from typing import Any
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.parallel.threads import (
+    ChunkConsumer,
     ElementError,
     FailedChunk,
     WorkerOwner,
+    read_chunk,
     shutdown_workers,
     start_thread,
     stop_workers,
-    take_from_chunk,
 )
 from tpustrategy._src.data.transformations.calling import call_map_fn
 
@@ -114,21 +115,16 @@ def _map_worker(sh: _MapShared) -> None:
                 return
             cid = sh.next_id
             sh.next_id += 1
-            state = None
-            try:
-                state = sh.it.get_state()
-                elems = sh.it._next_many(sh.chunk)
-            except Exception as e:  # an input element's error, delivered in its place
+            state, elems, read_err = read_chunk(sh.it, sh.chunk)
+            if read_err is not None or type(elems) is FailedChunk:  # delivered in its place
                 with sh.cond:
-                    sh.results[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    sh.results[cid] = (state, elems, read_err)
+                    if read_err is not None:
+                        sh.input_done = True
                     sh.cond.notify_all()
+                if read_err is not None:
+                    return
                 continue
-            except BaseException as e:
-                with sh.cond:
-                    sh.results[cid] = (None, [], e)
-                    sh.input_done = True
-                    sh.cond.notify_all()
-                return
             if not elems:
                 sh.input_done = True
         outs: list[Any] = []
@@ -161,7 +157,7 @@ def _map_worker(sh: _MapShared) -> None:
             return
 
 
-class ParallelMapIterator(WorkerOwner, NodeIterator):
+class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
     """Maps chunks of elements in ``workers`` threads or processes, delivering them in order.
 
     Args:
@@ -352,58 +348,22 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             self._done = True
             self._park()
             return False
-        if state is not None:
-            self._chunk_state = state
-        self._chunk, self._pos = outs, 0
-        self._failed = type(outs) is FailedChunk
+        self._set_chunk(state, outs)
         return True
 
-    _failed = False
-    _pending: BaseException | None = None
-
     def _raise_pending(self) -> None:
-        err, self._pending = self._pending, None
-        self._done = True
         self._end_processes()
-        raise err  # type: ignore[misc]
-
-    def __next__(self) -> Any:
-        if self._pos >= len(self._chunk):
-            if self._pending is not None:
-                self._raise_pending()
-            if not self._fill():
-                raise StopIteration
-        x = self._chunk[self._pos]
-        self._pos += 1
-        if self._failed and type(x) is ElementError:
-            raise x.error
-        return x
-
-    def _next_many(self, n: int) -> list[Any]:
-        if self._pos >= len(self._chunk):
-            if self._pending is not None:
-                self._raise_pending()
-            if not self._fill():
-                return []
-        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
-        if err is not None:
-            raise err
-        return out
+        super()._raise_pending()
 
     def get_state(self) -> dict[str, Any]:
-        if self._sh is None and self._runner is None and self._chunk_state is None:
-            return {"input": self._it.get_state(), "skip": 0}
-        return {"input": self._chunk_state, "skip": self._pos}
+        return self._position(self._sh is not None or self._runner is not None)
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "skip"), "parallel map")
         self._stop()
         if self._runner is not None:
             self._runner.reset()  # chunks in flight are dropped; the pool stays
-        self._it.set_state(state["input"])
-        self._it._skip(int(state["skip"]))
-        self._chunk, self._pos, self._chunk_state = [], 0, None
-        self._done, self._pending = False, None
+        self._restore_position(state)
         if self._runner is not None:
             self._chunk_state = self._it.get_state()
 
