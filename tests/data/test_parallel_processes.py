@@ -67,6 +67,7 @@ def no_process_left_behind():
     before = children()
     yield
     gc.collect()
+    processes.close_parked_pools()  # parked pools wait PARK_S for the next iterator; only they may be left
     assert wait_for(lambda: not (children() - before)), f"worker processes left behind: {children() - before}"
 
 

@@ -421,7 +421,10 @@ def _close_all_pools() -> None:
 
 # --------------------------------------------------------------------------- parked pools
 
-PARK_S = 2.0  # how long the pool of an iterator that ended normally waits for the next iterator
+# How long the pool of an iterator that ended normally waits for the next iterator. A worker's start
+# costs ~0.5 s of CPU (a fresh interpreter importing NumPy and tpustrategy.data): a training loop's next
+# epoch or pass, or the same pipeline built again, usually comes within seconds.
+PARK_S = 10.0
 _PARK_LOCK = threading.Lock()
 _PARKED: dict[tuple[int, int | None], ProcessPool] = {}
 
@@ -447,6 +450,15 @@ def _drop_parked(pool: ProcessPool) -> None:
             return
         del _PARKED[key]
     pool.close()
+
+
+def close_parked_pools() -> None:
+    """Ends every parked pool now (tests that count child processes; a program that wants them gone)."""
+    with _PARK_LOCK:
+        pools = list(_PARKED.values())
+        _PARKED.clear()
+    for pool in pools:
+        pool.close()
 
 
 def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:

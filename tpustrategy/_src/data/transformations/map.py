@@ -86,6 +86,8 @@ def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
 AUTO_PROCESSES_MIN_CPUS = 4
 # The same for ``map(...).batch(...)`` fused: one array per batch crosses, so 2 CPUs pay.
 FUSED_PROCESSES_MIN_CPUS = 2
+# Below AUTO_PROCESSES_MIN_CPUS, the CPU time per element from which an unfused map moves to processes.
+FEW_CPUS_MIN_ELEM_S = 250e-6
 
 
 
@@ -122,11 +124,14 @@ class MapDataset(Dataset):
         if workers is None:
             return _MapIterator(it, self.fn)
         threading_opts = ctx.options.threading
-        # Measured on 2 cores, one element per hand-off costs more than the second core gives (0.75x of
-        # one thread): element-wise processes are chosen by themselves only from AUTO_PROCESSES_MIN_CPUS.
-        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS)
+        # Measured on 2 cores, one element per hand-off costs more than the second core gives for a
+        # 65 µs function (0.75x of one thread): below AUTO_PROCESSES_MIN_CPUS CPUs only an element
+        # costing FEW_CPUS_MIN_ELEM_S or more (a batch: batch(...).map(parse_example)) moves to processes.
+        mode = self._process_mode(ctx, workers, 2)
+        min_elem_s = 0.0 if cpu_count() >= AUTO_PROCESSES_MIN_CPUS else FEW_CPUS_MIN_ELEM_S
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
-                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self)
+                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self,
+                                  min_elem_s=min_elem_s)
         if ctx.options.experimental_warm_start:
             out._start()
         return out

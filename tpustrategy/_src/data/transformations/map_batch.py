@@ -12,11 +12,11 @@ batch and component crosses the process boundary instead of one per element.
 * Its state has that pair's layout (``{"input": {"input": s, "skip": k},
   "done": d}``), so a checkpoint restores into the fused or the unfused
   pipeline alike.
-* The first batch is mapped in this process and timed; a function costing
-  `FUSED_MIN_ELEM_S` of CPU per element or more (or
-  ``experimental_worker_processes=True``) moves to worker processes, which
-  start in the background while this process keeps mapping batches; a cheaper
-  one goes on in the unfused thread pipeline.
+* With ``experimental_worker_processes=True`` the workers map from the first
+  batch. By default the first batch is mapped in this process and timed; a
+  function costing `FUSED_MIN_ELEM_S` of CPU per element or more moves to
+  worker processes, which start in the background while this process keeps
+  mapping batches; a cheaper one goes on in the unfused thread pipeline.
 * A batch in which an element fails, or whose elements do not stack, hands
   the stream, from the start of that chunk, to the unfused thread pipeline
   (``delegate``): errors, the batches after them and ``ignore_errors`` behave
@@ -57,7 +57,8 @@ class MapBatchIterator(NodeIterator):
       fn: the map function.
       batch_size, drop_remainder: the batch's arguments.
       workers: worker processes (the map's resolved ``num_parallel_calls``).
-      mode: "on" (processes from the start) or "auto" (processes if ``fn`` is measured costly).
+      mode: "on" (processes from the first element: waits for the pool) or "auto" (the first
+        batch is mapped here and timed; processes if ``fn`` is costly).
       owner: the `MapDataset` (pickles ``fn``, warns, parks and adopts pools).
       intra_op: threads NumPy/BLAS may use inside one worker process.
     """
@@ -105,8 +106,8 @@ class MapBatchIterator(NodeIterator):
         if not self._started:
             self._started = True
             self._chunk_state = self._it.get_state()
-            if self._mode == "on":
-                self._launch_pool()
+            if self._mode == "on":  # processes from the first element: wait for the pool
+                self._launch_pool(wait=True)
         if self._runner is None and self._pool_thread is not None and not self._pool_thread.is_alive():
             self._pool_ready()
         if self._pending_delegate is not None:
@@ -207,8 +208,8 @@ class MapBatchIterator(NodeIterator):
 
     # ------------------------------------------------------------------ the pool
 
-    def _launch_pool(self) -> None:
-        """Starts the pool in the background (the batches go on in this process meanwhile)."""
+    def _launch_pool(self, wait: bool = False) -> None:
+        """Starts the pool: in the background (the batches go on in this process meanwhile), or ``wait``."""
         payload = self._owner._worker_task(batch_size=self._n)
         if payload is None:  # warned: the unfused thread pipeline goes on from here
             self._delegate_at_boundary()
@@ -225,6 +226,9 @@ class MapBatchIterator(NodeIterator):
         self._pool_thread = threading.Thread(target=self._start_pool, args=(pool, weakref.ref(self)),
                                              name="tpsd-map-batch-pool-start", daemon=True)
         self._pool_thread.start()
+        if wait:
+            self._pool_thread.join()
+            self._pool_ready()
 
     @staticmethod
     def _start_pool(pool: processes.ProcessPool, ref: Any) -> None:
@@ -243,8 +247,7 @@ class MapBatchIterator(NodeIterator):
         if self._pool_error is not None or pool.closed:
             self._end_processes()
             self._owner._warn_threads(f"a worker process could not load it: {self._pool_error}")
-            if self._mode == "decided":
-                self._delegate_at_boundary()
+            self._delegate_at_boundary()
             return
         # Started at a batch boundary: every batch read so far is mapped (or held in _batches).
         self._runner = processes.ProcessMapRunner(pool, self._it, self._n, unit=self._n)
@@ -293,8 +296,8 @@ class MapBatchIterator(NodeIterator):
         self._done = bool(state["done"])
         self._started = True
         self._chunk_state = self._it.get_state()
-        if self._mode == "on" and self._pool is None:
-            self._launch_pool()
+        if self._mode == "on" and self._pool is None and self._pending_delegate is None:
+            self._launch_pool(wait=True)
 
     def close(self) -> None:
         self._done = True

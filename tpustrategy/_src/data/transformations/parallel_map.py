@@ -37,7 +37,8 @@ _PROBE_MIN_S = 0.002
 class _MapShared:
     """State shared by a `ParallelMapIterator` and its worker threads."""
 
-    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False):
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False,
+                 min_elem_s: float = 0.0):
         self.cond = threading.Condition()
         self.input_lock = threading.Lock()
         self.it, self.fn = it, fn
@@ -51,6 +52,7 @@ class _MapShared:
         self.threads: list[threading.Thread] = []
         # Measuring fn (CPU time, not wall time: waiting for the GIL is not fn's cost) to choose processes.
         self.probe = probe
+        self.min_elem_s = min_elem_s or PROCESS_MIN_ELEM_S
         self.probe_warm = True
         self.probe_n = 0
         self.probe_t = 0.0
@@ -94,7 +96,7 @@ def _probe(sh: _MapShared, n: int, cpu: float) -> None:
         if sh.probe_n >= _PROBE_MIN_ELEMS or sh.probe_t >= _PROBE_MIN_S:
             sh.probe = False
             sh.per_elem = sh.probe_t / max(1, sh.probe_n)
-            if sh.per_elem >= PROCESS_MIN_ELEM_S:
+            if sh.per_elem >= sh.min_elem_s:
                 sh.switch = True  # the consumer starts a pool; the threads go on until it is ready
                 sh.cond.notify_all()
 
@@ -170,12 +172,15 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
       intra_op: threads NumPy/BLAS may use inside one worker process.
       warn: warns (once per dataset) that ``fn`` stays on threads, and why.
       owner: unused (kept for the callers' signature).
+      min_elem_s: in "auto" mode, the CPU time per element from which the
+        stream moves to processes (default `PROCESS_MIN_ELEM_S`).
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
                  task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
-                 warn: Callable[[str], None] | None = None, owner: Any = None):
+                 warn: Callable[[str], None] | None = None, owner: Any = None, min_elem_s: float = 0.0):
         self._it, self._fn, self._workers = it, fn, workers
+        self._min_elem_s = min_elem_s
         self._owner = owner
         self._mode = mode if task is not None else "off"
         self._task, self._intra_op, self._warn = task, intra_op, warn
@@ -196,7 +201,7 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         self._start_threads()
 
     def _start_threads(self) -> _MapShared:
-        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto")
+        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto", min_elem_s=self._min_elem_s)
         self._take_id = 0
         for i in range(self._workers):
             sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
