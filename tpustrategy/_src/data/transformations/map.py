@@ -10,11 +10,16 @@ input order, by one of two backends:
 * worker processes (``parallel.processes``): for Python/NumPy work, which
   threads cannot run on more than one core. A parallel map starts on threads
   and measures ``fn``'s CPU time per element; at `PROCESS_MIN_ELEM_S` or more
-  (and with at least 2 workers and 2 CPUs) it moves the rest of the stream to
-  a pool of processes, if ``fn`` can be sent to one (`processes.pickle_task`);
+  with `AUTO_PROCESSES_MIN_CPUS` CPUs (`FEW_CPUS_MIN_ELEM_S` with 2-3 CPUs,
+  and at least 2 workers) it moves the rest of the stream to a pool of
+  processes, if ``fn`` can be sent to one (`processes.pickle_task`);
   otherwise it stays on threads and warns once, saying why.
   ``Options().threading.experimental_worker_processes`` = True uses processes
   from the first element, False never.
+
+A parallel map followed by ``batch`` is fused (``map_batch.MapBatchIterator``,
+TensorFlow's ``map_and_batch_fusion``) where processes are an option: the
+workers map and stack whole batches, so one array per batch crosses back.
 
 Both backends checkpoint the same way: the input's state before the chunk
 being consumed plus the offset into it; chunks in flight are recomputed after
