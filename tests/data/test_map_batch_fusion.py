@@ -248,3 +248,29 @@ def test_a_pipeline_built_again_adopts_the_parked_pool():
     first = {int(p) for b in build() for p in b["pid"]} - {os.getpid()}
     second = {int(p) for b in build() for p in b["pid"]} - {os.getpid()}
     assert first and second == first  # the same workers (the parked pool): no new start
+
+
+def test_records_and_string_batches_travel_packed_and_come_back_equal():
+    import socket
+
+    from tpustrategy._src.data.parallel.channel import Channel, PackedBytes, pack_elements
+
+    recs = [bytes([i % 256]) * (100 + i) for i in range(300)] + [b""]
+    assert type(pack_elements(recs)) is PackedBytes
+    assert pack_elements([b"a", 1] * 8) == [b"a", 1] * 8  # not all strings: unchanged
+    column = np.empty(301, dtype=object)
+    column[:] = recs
+    grid = column[:300].reshape(2, 150)
+    a, b = socket.socketpair()
+    left, right = Channel(a), Channel(b)
+    try:
+        before = processes.STATS["shm_bytes"]
+        left.send((7, pack_elements(recs), grid, [b"x", b"y"]))
+        cid, got, got_grid, small = right.recv()
+        assert processes.STATS["shm_bytes"] - before >= sum(map(len, recs))  # the strings went through shm
+    finally:
+        left.close()
+        right.close()
+    assert cid == 7 and type(got) is list and got == recs
+    assert got_grid.dtype == object and got_grid.shape == (2, 150) and got_grid.ravel().tolist() == recs[:300]
+    assert small == [b"x", b"y"]

@@ -54,7 +54,7 @@ from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MA
 from tpustrategy._src.data.parallel.channel import SHM_MIN_BYTES as SHM_MIN_BYTES
 from tpustrategy._src.data.parallel.channel import STATS as STATS
 from tpustrategy._src.data.parallel.channel import Channel as Channel
-from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name
+from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name, pack_elements
 from tpustrategy._src.data.parallel.sendable import pickle_task as pickle_task
 from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, read_chunk
 from tpustrategy._src.errors import InternalError
@@ -344,7 +344,7 @@ class ProcessPool:
 
     def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
         try:
-            w.sock.send((cid, elems))
+            w.sock.send((cid, pack_elements(elems)))
         except (BrokenPipeError, ConnectionError):
             pass  # the worker died; its end-of-file reports it
         w.cids.append(cid)
