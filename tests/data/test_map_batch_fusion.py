@@ -9,6 +9,7 @@ functions live at module level so that the workers can import them.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from test_parallel_processes import (  # noqa: F401 - the autouse fixture checks
 )
 
 import tpustrategy.data as tpsd
+from tpustrategy._src.data.core.iterator import NodeIterator
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.transformations.map_batch import MapBatchIterator
 
@@ -274,3 +276,39 @@ def test_records_and_string_batches_travel_packed_and_come_back_equal():
     assert cid == 7 and type(got) is list and got == recs
     assert got_grid.dtype == object and got_grid.shape == (2, 150) and got_grid.ravel().tolist() == recs[:300]
     assert small == [b"x", b"y"]
+
+
+class Unpicklable:
+    def __init__(self, v):
+        self.v = v
+        self.lock = threading.Lock()  # pickle refuses locks
+
+
+def value_of(x):
+    return np.int64(x.v)
+
+
+class ListIterator(NodeIterator):
+    def __init__(self, items):
+        self.items, self.i = items, 0
+
+    def __next__(self):
+        if self.i >= len(self.items):
+            raise StopIteration
+        self.i += 1
+        return self.items[self.i - 1]
+
+    def get_state(self):
+        return {"i": self.i}
+
+    def set_state(self, state):
+        self.i = state["i"]
+
+
+def test_elements_that_cannot_be_sent_are_mapped_here_with_the_same_batches():
+    owner = Dataset.range(1).map(value_of, num_parallel_calls=2)
+    it = MapBatchIterator(ListIterator([Unpicklable(i) for i in range(50)]), value_of, 8, False, 2, "on", owner)
+    got = [b.tolist() for b in it]
+    assert got == [list(range(i, min(50, i + 8))) for i in range(0, 50, 8)]
+    assert it._delegate is not None  # handed to the unfused pipeline at the first chunk
+    it.close()

@@ -343,6 +343,7 @@ class ProcessPool:
         return best if len(best.cids) < DEPTH else None
 
     def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
+        """Sends a chunk to ``w`` (an element that cannot be pickled raises here, and nothing is sent)."""
         try:
             w.sock.send((cid, pack_elements(elems)))
         except (BrokenPipeError, ConnectionError):
@@ -535,9 +536,17 @@ class ProcessMapRunner:
                 self.done[cid] = (None, [], None)
                 self.input_done = True
                 return
+            if self.unit > 1:
+                try:
+                    self.pool.submit(w, cid, elems)
+                except (pickle.PicklingError, TypeError, AttributeError) as e:
+                    # Elements that cannot be pickled: a fused map hands this chunk to the unfused pipeline.
+                    self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    continue
+            else:
+                self.pool.submit(w, cid, elems)
             self.states[cid] = state
             self.sizes[cid] = len(elems)
-            self.pool.submit(w, cid, elems)
 
     def _handle(self, w: _Worker, msg: Any) -> None:
         if msg[0] == "crashed":
