@@ -216,8 +216,8 @@ class ThreadingOptions(_OptionsBase):
         this process and moves to worker processes, which map and stack whole
         batches, when the function costs 10 µs of CPU or more per element; an
         unfused ``map`` starts on threads and moves when an element costs 20 µs
-        or more with 4+ CPUs, 250 µs or more with 2-3 (one hand-off per
-        element costs more than a second core gives for cheaper ones). True:
+        or more, with 4+ CPUs (on 2 cores one hand-off per element cost
+        more than the second core gave). True:
         processes from the first element; False: threads only. A function
         that cannot be sent to a process stays on threads with one
         ``tpsd.experimental.ThreadFallbackWarning``.

@@ -424,8 +424,9 @@ def _close_all_pools() -> None:
 
 # How long the pool of an iterator that ended normally waits for the next iterator. A worker's start
 # costs ~0.5 s of CPU (a fresh interpreter importing NumPy and tpustrategy.data): a training loop's next
-# epoch or pass, or the same pipeline built again, usually comes within seconds.
-PARK_S = 10.0
+# epoch or pass, or the same pipeline built again, usually comes within seconds (on a loaded machine, an
+# evaluation pass in between can take tens of seconds).
+PARK_S = 30.0
 _PARK_LOCK = threading.Lock()
 _PARKED: dict[tuple[int, int | None], ProcessPool] = {}
 

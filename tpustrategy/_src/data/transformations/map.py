@@ -10,8 +10,7 @@ input order, by one of two backends:
 * worker processes (``parallel.processes``): for Python/NumPy work, which
   threads cannot run on more than one core. A parallel map starts on threads
   and measures ``fn``'s CPU time per element; at `PROCESS_MIN_ELEM_S` or more
-  with `AUTO_PROCESSES_MIN_CPUS` CPUs (`FEW_CPUS_MIN_ELEM_S` with 2-3 CPUs,
-  and at least 2 workers) it moves the rest of the stream to a pool of
+  with `AUTO_PROCESSES_MIN_CPUS` CPUs (and at least 2 workers) it moves the rest of the stream to a pool of
   processes, if ``fn`` can be sent to one (`processes.pickle_task`);
   otherwise it stays on threads and warns once, saying why.
   ``Options().threading.experimental_worker_processes`` = True uses processes
@@ -91,8 +90,6 @@ def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
 AUTO_PROCESSES_MIN_CPUS = 4
 # The same for ``map(...).batch(...)`` fused: one array per batch crosses, so 2 CPUs pay.
 FUSED_PROCESSES_MIN_CPUS = 2
-# Below AUTO_PROCESSES_MIN_CPUS, the CPU time per element from which an unfused map moves to processes.
-FEW_CPUS_MIN_ELEM_S = 250e-6
 
 
 
@@ -129,14 +126,13 @@ class MapDataset(Dataset):
         if workers is None:
             return _MapIterator(it, self.fn)
         threading_opts = ctx.options.threading
-        # Measured on 2 cores, one element per hand-off costs more than the second core gives for a
-        # 65 µs function (0.75x of one thread): below AUTO_PROCESSES_MIN_CPUS CPUs only an element
-        # costing FEW_CPUS_MIN_ELEM_S or more (a batch: batch(...).map(parse_example)) moves to processes.
-        mode = self._process_mode(ctx, workers, 2)
-        min_elem_s = 0.0 if cpu_count() >= AUTO_PROCESSES_MIN_CPUS else FEW_CPUS_MIN_ELEM_S
+        # Measured on 2 cores, one hand-off per element costs more than the second core gives: 0.75x of
+        # one thread for a 65 µs function, 0.6x for batch(256).map(parse_example) of 3 KB records (2-5 ms
+        # an element; the records' copies cost more than the parse): element-wise processes are chosen
+        # by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
+        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS)
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
-                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self,
-                                  min_elem_s=min_elem_s)
+                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self)
         if ctx.options.experimental_warm_start:
             out._start()
         return out
