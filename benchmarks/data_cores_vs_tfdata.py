@@ -21,6 +21,7 @@ the 2-core / 1-core ratio of the medians for each side.
 
 Usage:
   python benchmarks/data_cores_vs_tfdata.py --tf-python /work/tfvenv/bin/python [--passes 5] [--json out.json]
+      [--cpus "0;0,1"] [--cases images_per_example,...] [--processes]
 """
 
 from __future__ import annotations
@@ -122,10 +123,18 @@ class TFSide:
             self._p.wait(timeout=60)
 
 
+PROCESSES: bool | None = None  # --processes: Options().threading.experimental_worker_processes = True
+
+
 def ours(case: str, root: str) -> tuple[int, float]:
     t = time.perf_counter()
     total = 0
-    for _x, label in build(case, root):
+    ds = build(case, root)
+    if PROCESSES is not None:
+        opts = tpsd.Options()
+        opts.threading.experimental_worker_processes = PROCESSES
+        ds = ds.with_options(opts)
+    for _x, label in ds:
         total += len(label)
     return total, time.perf_counter() - t
 
@@ -162,10 +171,13 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--cpus", default="0;0,1")
     p.add_argument("--json")
+    p.add_argument("--processes", action="store_true", help="our side in worker processes (forced)")
     p.add_argument("--child", action="store_true")
     p.add_argument("--dir")
     args = p.parse_args()
     cases = args.cases.split(",")
+    global PROCESSES
+    PROCESSES = True if args.processes else None
     if args.child:
         print(json.dumps(child(args.dir, args.tf_python, args.passes, cases)))
         return
@@ -177,6 +189,7 @@ def main() -> None:
         for cpus in args.cpus.split(";"):
             cmd = ["taskset", "-c", cpus, sys.executable, os.path.abspath(__file__), "--child", "--dir", root,
                    "--tf-python", args.tf_python, "--passes", str(args.passes), "--cases", ",".join(cases)]
+            cmd += ["--processes"] if args.processes else []
             res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
             results[cpus] = json.loads(res.stdout.strip().splitlines()[-1])
     med = statistics.median

@@ -196,14 +196,23 @@ def cheap(x):
     return x + 1
 
 
-def test_auto_mode_on_two_cpus_moves_a_costly_function_to_processes_and_keeps_a_cheap_one(monkeypatch):
+def test_auto_mode_below_four_cpus_keeps_the_unfused_thread_pipeline(monkeypatch):
+    from tpustrategy._src.data.transformations import map as map_module
+
+    monkeypatch.setattr(map_module, "cpu_count", lambda: 2)
+    it, tree = fused_iterator(Dataset.range(100).map(image_and_pid, num_parallel_calls=2).batch(32))
+    assert not isinstance(tree, MapBatchIterator)
+    assert {int(p) for b in it for p in b["pid"]} == {os.getpid()}
+
+
+def test_auto_mode_moves_a_costly_function_to_processes_and_keeps_a_cheap_one(monkeypatch):
     import time
 
     from tpustrategy._src.data.transformations import map as map_module
     from tpustrategy._src.data.transformations import map_batch
 
-    monkeypatch.setattr(map_batch, "cpu_count", lambda: 2)
-    monkeypatch.setattr(map_module, "cpu_count", lambda: 2)
+    monkeypatch.setattr(map_batch, "cpu_count", lambda: 4)
+    monkeypatch.setattr(map_module, "cpu_count", lambda: 4)
     it = iter(Dataset.range(10**9).map(image_and_pid, num_parallel_calls=2).batch(32))
     pids = {int(p) for p in next(it)["pid"]}
     assert pids == {os.getpid()}  # the first batch is mapped here and timed

@@ -211,7 +211,8 @@ class ThreadingOptions(_OptionsBase):
         this process is process-wide).
       experimental_worker_processes: tpustrategy's own: where a parallel
         ``map`` runs its function. None (default): measured, with 2+ workers
-        and 2+ CPUs. ``map(...).batch(...)`` (fused, see
+        and 4+ CPUs (on 2 shared cores processes measured slower than one
+        thread). ``map(...).batch(...)`` (fused, see
         ``OptimizationOptions.map_and_batch_fusion``) maps its first batch in
         this process and moves to worker processes, which map and stack whole
         batches, when the function costs 10 µs of CPU or more per element; an

@@ -88,8 +88,11 @@ def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
 
 # The fewest CPUs on which a parallel map moves to worker processes by itself (see _make_iterator).
 AUTO_PROCESSES_MIN_CPUS = 4
-# The same for ``map(...).batch(...)`` fused: one array per batch crosses, so 2 CPUs pay.
-FUSED_PROCESSES_MIN_CPUS = 2
+# The same for ``map(...).batch(...)`` fused. One array per batch crosses (the parent's cost per element
+# fell from 18 to 4-8 µs), but on this shared 2-core machine the fused workers still measured 0.3-0.7x
+# of one thread at load 13-15 (1.1-1.8x at load 8-10, with the pool already started): 2 CPUs are not
+# chosen by themselves.
+FUSED_PROCESSES_MIN_CPUS = 4
 
 
 
