@@ -23,6 +23,7 @@ from test_parallel_processes import (  # noqa: F401 - the autouse fixture checks
 import tpustrategy.data as tpsd
 from tpustrategy._src.data.core.iterator import NodeIterator
 from tpustrategy._src.data.parallel import processes
+from tpustrategy._src.data.transformations.batch import BatchIterator
 from tpustrategy._src.data.transformations.map_batch import MapBatchIterator
 
 Dataset = tpsd.Dataset
@@ -316,7 +317,8 @@ class ListIterator(NodeIterator):
 
 def test_elements_that_cannot_be_sent_are_mapped_here_with_the_same_batches():
     owner = Dataset.range(1).map(value_of, num_parallel_calls=2)
-    it = MapBatchIterator(ListIterator([Unpicklable(i) for i in range(50)]), value_of, 8, False, 2, "on", owner)
+    it = MapBatchIterator(ListIterator([Unpicklable(i) for i in range(50)]), value_of, 8, False, 2, "on", owner,
+                          batcher=lambda inner: BatchIterator(inner, 8, False))
     got = [b.tolist() for b in it]
     assert got == [list(range(i, min(50, i + 8))) for i in range(0, 50, 8)]
     assert it._delegate is not None  # handed to the unfused pipeline at the first chunk

@@ -428,27 +428,30 @@ def _close_all_pools() -> None:
 # evaluation pass in between can take tens of seconds).
 PARK_S = 30.0
 _PARK_LOCK = threading.Lock()
-_PARKED: dict[tuple[int, int | None], ProcessPool] = {}
+_PARKED: dict[tuple[int, int | None], tuple[ProcessPool, threading.Timer]] = {}
 
 
 def park_pool(pool: ProcessPool) -> None:
     """Keeps an idle pool for `PARK_S` seconds: the next parallel map (the next epoch, the next pass,
     the same pipeline built again) with as many workers adopts it and skips the start-up."""
     key = (pool._n, pool._intra_op)
-    with _PARK_LOCK:
-        old, _PARKED[key] = _PARKED.get(key), pool
-    if old is not None and old is not pool:
-        old.close()
     timer = threading.Timer(PARK_S, _drop_parked, (pool,))
     timer.name = "tpsd-map-pool-park"
     timer.daemon = True
+    with _PARK_LOCK:
+        old, _PARKED[key] = _PARKED.get(key), (pool, timer)
+    if old is not None:
+        old[1].cancel()
+        if old[0] is not pool:
+            old[0].close()
     timer.start()
 
 
 def _drop_parked(pool: ProcessPool) -> None:
     key = (pool._n, pool._intra_op)
     with _PARK_LOCK:
-        if _PARKED.get(key) is not pool:
+        got = _PARKED.get(key)
+        if got is None or got[0] is not pool:
             return
         del _PARKED[key]
     pool.close()
@@ -457,18 +460,22 @@ def _drop_parked(pool: ProcessPool) -> None:
 def close_parked_pools() -> None:
     """Ends every parked pool now (tests that count child processes; a program that wants them gone)."""
     with _PARK_LOCK:
-        pools = list(_PARKED.values())
+        parked = list(_PARKED.values())
         _PARKED.clear()
-    for pool in pools:
+    for pool, timer in parked:
+        timer.cancel()
+        timer.join()
         pool.close()
 
 
 def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:
     """A parked pool of ``n`` live workers, loaded with ``task``; None if there is none (or it failed)."""
     with _PARK_LOCK:
-        pool = _PARKED.pop((n, intra_op), None)
-    if pool is None:
+        got = _PARKED.pop((n, intra_op), None)
+    if got is None:
         return None
+    pool, timer = got
+    timer.cancel()
     if not pool.healthy(n, intra_op):
         pool.close()
         return None

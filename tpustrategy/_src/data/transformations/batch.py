@@ -87,13 +87,18 @@ class BatchDataset(Dataset):
 
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
         inp = self.inputs[0]
-        fused = (inp._make_fused_iterator(ctx, self.batch_size, self.drop_remainder)
+        fused = (inp._make_fused_iterator(ctx, self.batch_size, self.drop_remainder, self._batcher)
                  if isinstance(inp, MapDataset) else None)
         it: NodeIterator = fused or BatchIterator(inp._make_iterator(ctx), self.batch_size, self.drop_remainder)
         workers = resolve_parallelism(self.num_parallel_calls, "Dataset.batch")
         if workers is not None:
             it = BackgroundIterator(it, max(2, workers), name="tpsd-batch")
         return it
+
+
+    def _batcher(self, it: NodeIterator) -> NodeIterator:
+        """This batch over ``it`` (the unfused pipeline a fused map + batch falls back to)."""
+        return BatchIterator(it, self.batch_size, self.drop_remainder)
 
 
 class BatchIterator(NodeIterator):

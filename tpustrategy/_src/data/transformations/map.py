@@ -150,7 +150,8 @@ class MapDataset(Dataset):
             return "on" if want else "off"
         return "auto" if workers >= 2 and cpu_count() >= min_cpus else "off"
 
-    def _make_fused_iterator(self, ctx: IterContext, batch_size: int, drop_remainder: bool) -> NodeIterator | None:
+    def _make_fused_iterator(self, ctx: IterContext, batch_size: int, drop_remainder: bool,
+                             batcher: Callable[[NodeIterator], NodeIterator]) -> NodeIterator | None:
         """``map`` then ``batch`` as one `MapBatchIterator` (workers map and stack whole batches), or None.
 
         None (the caller builds the unfused pair) for a map without ``num_parallel_calls``, with
@@ -167,7 +168,7 @@ class MapDataset(Dataset):
 
         it = self.inputs[0]._make_iterator(ctx)
         return MapBatchIterator(it, self.fn, batch_size, drop_remainder, workers, mode, self,
-                                ctx.options.threading.max_intra_op_parallelism)
+                                ctx.options.threading.max_intra_op_parallelism, batcher)
 
     def _worker_task(self, batch_size: int | None = None) -> bytes | None:
         """``fn`` pickled for worker processes (once per dataset and batch size), or None after one warning.

@@ -35,7 +35,6 @@ from tpustrategy._src.data.core.iterator import NodeIterator, check_state, pull
 from tpustrategy._src.data.core.structure import stack
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.parallel.threads import cpu_count
-from tpustrategy._src.data.transformations.batch import BatchIterator
 from tpustrategy._src.data.transformations.calling import call_map_fn
 from tpustrategy._src.data.transformations.parallel_map import ParallelMapIterator
 
@@ -61,11 +60,16 @@ class MapBatchIterator(NodeIterator):
         batch is mapped here and timed; processes if ``fn`` is costly).
       owner: the `MapDataset` (pickles ``fn``, warns, parks and adopts pools).
       intra_op: threads NumPy/BLAS may use inside one worker process.
+      batcher: builds the unfused batch iterator over a map iterator (``BatchIterator``, passed in
+        by ``batch``, which imports this module's importer).
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], batch_size: int, drop_remainder: bool,
-                 workers: int, mode: str, owner: Any, intra_op: int | None = None):
+                 workers: int, mode: str, owner: Any, intra_op: int | None = None,
+                 batcher: Callable[[NodeIterator], NodeIterator] | None = None):
         self._it, self._fn, self._n, self._drop = it, fn, batch_size, drop_remainder
+        assert batcher is not None, "MapBatchIterator needs the unfused batch iterator's builder"
+        self._batcher = batcher
         self._workers, self._mode, self._owner, self._intra_op = workers, mode, owner, intra_op
         self._delegate: NodeIterator | None = None
         self._pool: processes.ProcessPool | None = None
@@ -185,9 +189,8 @@ class MapBatchIterator(NodeIterator):
 
     # ------------------------------------------------------------------ the unfused pipeline
 
-    def _unfused(self) -> BatchIterator:
-        inner = ParallelMapIterator(self._it, self._fn, self._workers, "off")
-        return BatchIterator(inner, self._n, self._drop)
+    def _unfused(self) -> NodeIterator:
+        return self._batcher(ParallelMapIterator(self._it, self._fn, self._workers, "off"))
 
     def _hand_over(self, state: Any) -> bool:
         """From the chunk that starts at ``state``, the unfused thread pipeline delivers the stream."""
