@@ -47,17 +47,51 @@ def build(case: str, n: int, data_dir: str) -> tf.data.Dataset:
     if case == "read_batch_parse_example":
         files = sorted(glob.glob(os.path.join(data_dir, "examples", "*.tfrecord")))
         return tf.data.TFRecordDataset(files).batch(1024).map(lambda s: tf.io.parse_example(s, FEATURES))
+    if case in ("images_per_example", "images_batched", "numeric_per_example", "numeric_batched"):
+        return record_case(case, data_dir)
     raise ValueError(f"unknown case {case!r}")
+
+
+IMAGE_FEATURES = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+NUMERIC_FEATURES = {"x": tf.io.FixedLenFeature([240], tf.float32), "label": tf.io.FixedLenFeature([], tf.int64)}
+
+
+def record_case(case: str, data_dir: str) -> tf.data.Dataset:
+    """The cases of ``data_cores_vs_tfdata.py`` (3 KB image and 1 KB numeric Examples)."""
+    kind, style = case.split("_", 1)
+    files = sorted(glob.glob(os.path.join(data_dir, kind, "*.tfrecord")))
+    auto = tf.data.AUTOTUNE
+    if kind == "images":
+        def one(r):
+            ex = tf.io.parse_single_example(r, IMAGE_FEATURES)
+            return tf.reshape(tf.io.decode_raw(ex["image"], tf.uint8), [32, 32, 3]), ex["label"]
+
+        def many(r):
+            ex = tf.io.parse_example(r, IMAGE_FEATURES)
+            return tf.reshape(tf.io.decode_raw(ex["image"], tf.uint8), [-1, 32, 32, 3]), ex["label"]
+    else:
+        def one(r):
+            ex = tf.io.parse_single_example(r, NUMERIC_FEATURES)
+            return ex["x"], ex["label"]
+
+        def many(r):
+            ex = tf.io.parse_example(r, NUMERIC_FEATURES)
+            return ex["x"], ex["label"]
+    if style == "per_example":
+        ds = D.from_tensor_slices(files).interleave(tf.data.TFRecordDataset, num_parallel_calls=auto)
+        return ds.map(one, num_parallel_calls=auto).batch(256).prefetch(auto)
+    return tf.data.TFRecordDataset(files).batch(256).map(many, num_parallel_calls=auto)
 
 
 def count(ds: tf.data.Dataset, case: str) -> int:
     """Counts inside tf.data (``reduce`` runs in C++): no Python step per element on this side."""
-    per_batch = case in ("group_by_window", "bucket_by_sequence_length", "read_batch_parse_example")
+    per_batch = case in ("group_by_window", "bucket_by_sequence_length", "read_batch_parse_example",
+                         "images_per_example", "images_batched", "numeric_per_example", "numeric_batched")
 
     def add(acc, x):
         if not per_batch:
             return acc + 1
-        first = x["label"] if isinstance(x, dict) else x
+        first = x["label"] if isinstance(x, dict) else x[-1] if isinstance(x, tuple) else x
         return acc + tf.cast(tf.shape(first)[0], tf.int64)
 
     return ds.reduce(np.int64(0), add)

@@ -13,6 +13,8 @@ from tpustrategy._src.data.core.options import DistributeOptions as DistributeOp
 from tpustrategy._src.data.core.options import ExternalStatePolicy as ExternalStatePolicy
 from tpustrategy._src.data.core.options import OptimizationOptions as OptimizationOptions
 from tpustrategy._src.data.core.options import ThreadingOptions as ThreadingOptions
+from tpustrategy._src.data.parallel.processes import ThreadFallbackWarning as ThreadFallbackWarning
+from tpustrategy._src.data.parallel.processes import WorkerCrashedError as WorkerCrashedError
 from tpustrategy._src.data.parsing.batched_features import (
     make_batched_features_dataset as make_batched_features_dataset,
 )

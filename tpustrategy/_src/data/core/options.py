@@ -210,12 +210,18 @@ class ThreadingOptions(_OptionsBase):
         do not oversubscribe the CPUs); no effect on threads (the BLAS pool of
         this process is process-wide).
       experimental_worker_processes: tpustrategy's own: where a parallel
-        ``map`` runs its function. None (default): on threads, moving to
-        worker processes once the function is measured to cost 20 µs of CPU
-        or more per element (with 2+ workers and 4+ CPUs: on 2 cores the
-        hand-off costs more than the second core gives); True: processes
-        from the first element; False: threads only. A function that cannot
-        be sent to a process stays on threads with one warning.
+        ``map`` runs its function. None (default): measured, with 2+ workers
+        and 4+ CPUs (on 2 shared cores processes measured slower than one
+        thread). ``map(...).batch(...)`` (fused, see
+        ``OptimizationOptions.map_and_batch_fusion``) maps its first batch in
+        this process and moves to worker processes, which map and stack whole
+        batches, when the function costs 10 µs of CPU or more per element; an
+        unfused ``map`` starts on threads and moves when an element costs 20 µs
+        or more, with 4+ CPUs (on 2 cores one hand-off per element cost
+        more than the second core gave). True:
+        processes from the first element; False: threads only. A function
+        that cannot be sent to a process stays on threads with one
+        ``tpsd.experimental.ThreadFallbackWarning``.
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {
@@ -259,9 +265,12 @@ _OPTIMIZATIONS = (
 class OptimizationOptions(_OptionsBase):
     """Graph rewrite switches (``tf.data.experimental.OptimizationOptions``).
 
-    Every field is accepted and has no effect: the pipeline is not rewritten
-    (``map`` then ``batch`` already moves whole chunks, and a fused op would
-    give the same elements).
+    Every field is accepted. ``map_and_batch_fusion`` (None or True, the
+    default as in TensorFlow) fuses a parallel ``map`` followed by ``batch``
+    when the map runs in worker processes: a worker maps and stacks whole
+    batches (the same batches, errors and checkpoints as unfused); False keeps
+    them apart. The other fields have no effect (the pipeline is not
+    rewritten).
     """
 
     _fields: ClassVar[dict[str, tuple[Any, Any]]] = {name: (bool, None) for name in _OPTIMIZATIONS}

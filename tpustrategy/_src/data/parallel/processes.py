@@ -54,9 +54,9 @@ from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MA
 from tpustrategy._src.data.parallel.channel import SHM_MIN_BYTES as SHM_MIN_BYTES
 from tpustrategy._src.data.parallel.channel import STATS as STATS
 from tpustrategy._src.data.parallel.channel import Channel as Channel
-from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name
+from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name, pack_elements
 from tpustrategy._src.data.parallel.sendable import pickle_task as pickle_task
-from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
+from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, read_chunk
 from tpustrategy._src.errors import InternalError
 
 TARGET_CHUNK_S = 0.004  # a chunk's mapping time in a worker (amortises ~100 µs of hand-off)
@@ -69,11 +69,20 @@ _POLL_S = 1.0
 
 
 class WorkerCrashedError(InternalError):
-    """A worker process of a parallel ``map`` died (``tf.errors.InternalError`` family).
+    """A worker process of a parallel ``map`` died (``tpsd.experimental.WorkerCrashedError``).
 
-    Raised at the position of the first element the worker held, after every
-    earlier element. Attributes: ``worker`` (its index), ``pid``, ``exitcode``
+    tpustrategy's own (tf.data runs ``map`` on C++ threads and has no worker
+    processes); a subclass of ``tf.errors.InternalError`` (``tps.errors.InternalError``),
+    so a program catching that catches this too. Raised at the position of the
+    first element the worker held, after every earlier element; the iterator
+    ends after it. Attributes: ``worker`` (its index), ``pid``, ``exitcode``
     (negative: killed by that signal).
+
+    Example:
+      >>> try:
+      ...     for batch in ds: ...
+      ... except tpsd.experimental.WorkerCrashedError as e:
+      ...     print(e.worker, e.exitcode)
     """
 
     def __init__(self, message: str, worker: int = -1, pid: int = -1, exitcode: int | None = None):
@@ -82,7 +91,14 @@ class WorkerCrashedError(InternalError):
 
 
 class ThreadFallbackWarning(UserWarning):
-    """A parallel ``map`` whose function cannot go to worker processes runs on threads instead."""
+    """A parallel ``map``'s function cannot go to worker processes and runs on threads instead.
+
+    ``tpsd.experimental.ThreadFallbackWarning``; tpustrategy's own (no TensorFlow
+    counterpart). Warned once per dataset, saying why (a closure over a live
+    object, JAX calls, no cloudpickle for a lambda). Silence it with
+    ``warnings.filterwarnings("ignore", category=tpsd.experimental.ThreadFallbackWarning)``
+    or choose threads with ``Options().threading.experimental_worker_processes = False``.
+    """
 
 
 class WorkerStartError(RuntimeError):
@@ -97,6 +113,55 @@ def _watch_parent(parent: int) -> None:
         time.sleep(0.5)
         if os.getppid() != parent:
             os._exit(0)
+
+
+def map_elements(task: Any, elems: list[Any]) -> tuple[list[Any], RemoteError | None]:
+    """``task`` applied to each element; an element's error in its place, a fatal one ends the chunk."""
+    outs: list[Any] = []
+    for x in elems:
+        try:
+            outs.append(task(x))
+        except Exception as e:  # this element's error, delivered in its place
+            outs.append(RemoteError(e))
+        except BaseException as e:  # SystemExit, KeyboardInterrupt: ends the stream
+            return outs, RemoteError(e)
+    return outs, None
+
+
+class Batches(list):
+    """A fused chunk's result: ``(count, batch)`` pairs, each batch stacked in the worker."""
+
+    __slots__ = ()
+
+
+class MapBatchTask:
+    """``map`` then ``batch`` in the worker: one stacked array per batch crosses back, not one per element.
+
+    ``map_chunk`` maps a chunk of whole batches (the last one may be short at
+    the end of the stream) and stacks each batch as ``Dataset.batch`` does. A
+    chunk in which an element fails, or whose elements do not stack, comes
+    back element by element (with `RemoteError` in the failed places), so that
+    the parent can deliver it exactly as the unfused pipeline would.
+    """
+
+    def __init__(self, fn: Any, batch_size: int):
+        self.fn, self.batch_size = fn, batch_size
+
+    def __call__(self, x: Any) -> Any:
+        return self.fn(x)
+
+    def map_chunk(self, elems: list[Any]) -> tuple[list[Any], RemoteError | None]:
+        from tpustrategy._src.data.core.structure import stack
+
+        outs, fatal = map_elements(self.fn, elems)
+        if fatal is not None or any(type(x) is RemoteError for x in outs):
+            return outs, fatal
+        n = self.batch_size
+        try:
+            return Batches((len(outs[i : i + n]), stack(outs[i : i + n], "Dataset.batch"))
+                           for i in range(0, len(outs), n)), None
+        except Exception:  # elements that do not stack: the parent batches them, raising batch's own error
+            return outs, None
 
 
 def worker_main(fd: int) -> None:
@@ -116,22 +181,23 @@ def worker_main(fd: int) -> None:
         sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
         return
     sock.send(("ready", os.getpid()))
+    map_chunk = getattr(task, "map_chunk", None)  # a task that maps a whole chunk (MapBatchTask)
     while True:
         try:
             cid, elems = sock.recv()
         except (EOFError, ConnectionError, OSError):
             return
-        outs: list[Any] = []
-        fatal: RemoteError | None = None
-        t0 = time.perf_counter()
-        for x in elems:
+        if cid == "task":  # a parked pool adopted by another map: its function replaces this one
             try:
-                outs.append(task(x))
-            except Exception as e:  # this element's error, delivered in its place
-                outs.append(RemoteError(e))
-            except BaseException as e:  # SystemExit, KeyboardInterrupt: ends the stream
-                fatal = RemoteError(e)
-                break
+                task = pickle.loads(elems)
+            except BaseException as e:
+                sock.send(("init_error", "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+                return
+            map_chunk = getattr(task, "map_chunk", None)
+            sock.send(("ready", os.getpid()))
+            continue
+        t0 = time.perf_counter()
+        outs, fatal = map_chunk(elems) if map_chunk is not None else map_elements(task, elems)
         dt = time.perf_counter() - t0
         try:
             sock.send(("ok", cid, outs, dt, fatal))
@@ -246,6 +312,28 @@ class ProcessPool:
                         f"worker {w.index} (pid {w.pid}) exited with code {code}{_signal_name(code)} while "
                         "starting") from None
 
+    def retask(self, task: bytes) -> None:
+        """Loads another pickled task into the running workers (WorkerStartError if one cannot)."""
+        if task == self._task:
+            return
+        self._task = task
+        try:
+            for w in self.workers:
+                w.sock.send(("task", task))
+            deadline = time.monotonic() + START_TIMEOUT_S
+            for w in self.workers:
+                msg = self._recv_start(w, deadline)
+                if msg[0] != "ready":
+                    raise WorkerStartError(f"worker {w.index} could not load the map function:\n{msg[1]}")
+        except BaseException:
+            self.close()
+            raise
+
+    def healthy(self, n: int, intra_op: int | None) -> bool:
+        """Whether this pool has ``n`` live, idle workers with ``intra_op`` threads."""
+        return (not self.closed and len(self.workers) == n and intra_op == self._intra_op
+                and all(not w.cids and not w.dead and w.proc.poll() is None for w in self.workers))
+
     def free_worker(self) -> _Worker | None:
         """The worker holding the fewest chunks, if it holds fewer than `DEPTH`."""
         alive = [w for w in self.workers if not w.dead]
@@ -255,8 +343,9 @@ class ProcessPool:
         return best if len(best.cids) < DEPTH else None
 
     def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
+        """Sends a chunk to ``w`` (an element that cannot be pickled raises here, and nothing is sent)."""
         try:
-            w.sock.send((cid, elems))
+            w.sock.send((cid, pack_elements(elems)))
         except (BrokenPipeError, ConnectionError):
             pass  # the worker died; its end-of-file reports it
         w.cids.append(cid)
@@ -331,6 +420,72 @@ def _close_all_pools() -> None:
         pool.close()
 
 
+# --------------------------------------------------------------------------- parked pools
+
+# How long the pool of an iterator that ended normally waits for the next iterator. A worker's start
+# costs ~0.5 s of CPU (a fresh interpreter importing NumPy and tpustrategy.data): a training loop's next
+# epoch or pass, or the same pipeline built again, usually comes within seconds (on a loaded machine, an
+# evaluation pass in between can take tens of seconds).
+PARK_S = 30.0
+_PARK_LOCK = threading.Lock()
+_PARKED: dict[tuple[int, int | None], tuple[ProcessPool, threading.Timer]] = {}
+
+
+def park_pool(pool: ProcessPool) -> None:
+    """Keeps an idle pool for `PARK_S` seconds: the next parallel map (the next epoch, the next pass,
+    the same pipeline built again) with as many workers adopts it and skips the start-up."""
+    key = (pool._n, pool._intra_op)
+    timer = threading.Timer(PARK_S, _drop_parked, (pool,))
+    timer.name = "tpsd-map-pool-park"
+    timer.daemon = True
+    with _PARK_LOCK:
+        old, _PARKED[key] = _PARKED.get(key), (pool, timer)
+    if old is not None:
+        old[1].cancel()
+        if old[0] is not pool:
+            old[0].close()
+    timer.start()
+
+
+def _drop_parked(pool: ProcessPool) -> None:
+    key = (pool._n, pool._intra_op)
+    with _PARK_LOCK:
+        got = _PARKED.get(key)
+        if got is None or got[0] is not pool:
+            return
+        del _PARKED[key]
+    pool.close()
+
+
+def close_parked_pools() -> None:
+    """Ends every parked pool now (tests that count child processes; a program that wants them gone)."""
+    with _PARK_LOCK:
+        parked = list(_PARKED.values())
+        _PARKED.clear()
+    for pool, timer in parked:
+        timer.cancel()
+        timer.join()
+        pool.close()
+
+
+def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:
+    """A parked pool of ``n`` live workers, loaded with ``task``; None if there is none (or it failed)."""
+    with _PARK_LOCK:
+        got = _PARKED.pop((n, intra_op), None)
+    if got is None:
+        return None
+    pool, timer = got
+    timer.cancel()
+    if not pool.healthy(n, intra_op):
+        pool.close()
+        return None
+    try:
+        pool.retask(task)
+    except WorkerStartError:
+        return None  # closed by retask; the caller starts a fresh pool, which reports the error
+    return pool
+
+
 # --------------------------------------------------------------------------- feeding a pool in order
 
 
@@ -344,9 +499,11 @@ class ProcessMapRunner:
     function). ``(None, [], None)`` is the end.
     """
 
-    def __init__(self, pool: ProcessPool, it: NodeIterator, chunk: int = 1):
+    def __init__(self, pool: ProcessPool, it: NodeIterator, chunk: int = 1, unit: int = 1):
         self.pool, self.it = pool, it
-        self.chunk = max(1, min(MAX_CHUNK, chunk))
+        self.unit = unit  # chunks are whole multiples of this many elements (a fused batch)
+        self.chunk = self._chunk_size(chunk)
+        self.sizes: dict[int, int] = {}
         self.next_cid = 0
         self.take_cid = 0
         self.states: dict[int, Any] = {}
@@ -354,12 +511,17 @@ class ProcessMapRunner:
         self.input_done = False
         self.dropped: set[int] = set()
 
+    def _chunk_size(self, elements: int) -> int:
+        u = self.unit
+        return max(u, min(MAX_CHUNK, elements) // u * u)
+
     def reset(self) -> None:
         """Forgets every chunk in flight (after the input's state was set): their results are dropped."""
         for w in self.pool.workers:
             self.dropped.update(w.cids)
         self.take_cid = self.next_cid
         self.states.clear()
+        self.sizes.clear()
         self.done.clear()
         self.input_done = False
 
@@ -370,23 +532,29 @@ class ProcessMapRunner:
                 return
             cid = self.next_cid
             self.next_cid += 1
-            state = None
-            try:
-                state = self.it.get_state()
-                elems = self.it._next_many(self.chunk)
-            except Exception as e:  # an input element's error, delivered in its place
-                self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
+            # A fused chunk must hold whole batches: it reads until it has them (or the end).
+            state, elems, err = read_chunk(self.it, self.chunk, bulk=self.unit > 1)
+            if err is not None or type(elems) is FailedChunk:  # delivered in its place
+                self.done[cid] = (state, elems, err)
+                if err is not None:
+                    self.input_done = True
+                    return
                 continue
-            except BaseException as e:
-                self.done[cid] = (None, [], e)
-                self.input_done = True
-                return
             if not elems:
                 self.done[cid] = (None, [], None)
                 self.input_done = True
                 return
+            if self.unit > 1:
+                try:
+                    self.pool.submit(w, cid, elems)
+                except (pickle.PicklingError, TypeError, AttributeError) as e:
+                    # Elements that cannot be pickled: a fused map hands this chunk to the unfused pipeline.
+                    self.done[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    continue
+            else:
+                self.pool.submit(w, cid, elems)
             self.states[cid] = state
-            self.pool.submit(w, cid, elems)
+            self.sizes[cid] = len(elems)
 
     def _handle(self, w: _Worker, msg: Any) -> None:
         if msg[0] == "crashed":
@@ -406,7 +574,7 @@ class ProcessMapRunner:
             self.dropped.discard(cid)
             return
         failed = False
-        for i, x in enumerate(outs):
+        for i, x in enumerate(outs if type(outs) is not Batches else ()):
             if type(x) is RemoteError:
                 outs[i] = ElementError(x.rebuild(w.index, w.pid))  # type: ignore[arg-type]
                 failed = True
@@ -414,10 +582,11 @@ class ProcessMapRunner:
             outs = FailedChunk(outs)
         end = fatal.rebuild(w.index, w.pid) if fatal is not None else None
         STATS["worker_map_s"] += dt
-        STATS["worker_elements"] += len(outs)
-        if outs:
-            per_elem = dt / len(outs)
-            self.chunk = int(min(MAX_CHUNK, max(1, TARGET_CHUNK_S / max(per_elem, 1e-7))))
+        STATS["worker_elements"] += self.sizes.get(cid, len(outs))
+        n_in = self.sizes.pop(cid, len(outs))
+        if outs and n_in:
+            per_elem = dt / n_in
+            self.chunk = self._chunk_size(int(TARGET_CHUNK_S / max(per_elem, 1e-7)))
         self.done[cid] = (self.states.pop(cid, None), outs, end)
 
     def next_chunk(self) -> tuple[Any, list[Any], BaseException | None]:

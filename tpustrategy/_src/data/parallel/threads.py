@@ -25,7 +25,7 @@ import time
 import weakref
 from typing import Any
 
-from tpustrategy._src.data.core.iterator import NodeIterator, check_state
+from tpustrategy._src.data.core.iterator import NodeIterator, check_state, pull
 from tpustrategy._src.data.core.options import AUTOTUNE
 from tpustrategy._src.data.core.structure import flatten
 
@@ -69,6 +69,28 @@ def take_from_chunk(chunk: list[Any], pos: int, n: int, failed: bool) -> tuple[l
                 out = out[:j]
                 break
     return out, pos + len(out), None
+
+
+def read_chunk(it: NodeIterator, n: int, bulk: bool = False) -> tuple[Any, list[Any], BaseException | None]:
+    """Reads a worker's next chunk of ``it``: ``(state before it, up to n elements, None)``.
+
+    The one place where every chunked worker (``BackgroundIterator``'s
+    thread, a parallel map's threads, the process runner) reads its input.
+    ``bulk``: exactly ``n`` elements (fewer only at the end; `pull`) rather
+    than what one ``_next_many`` gives. An input element's error comes as
+    ``(state, FailedChunk([ElementError(e)]), None)``, delivered in its place
+    while the stream goes on (TensorFlow's rule); an error that ends the
+    stream (KeyboardInterrupt, SystemExit) as ``(None, [], e)``; ``[]`` is
+    the end.
+    """
+    state = None
+    try:
+        state = it.get_state()
+        return state, (pull(it, n) if bulk else it._next_many(n)), None
+    except Exception as e:
+        return state, FailedChunk([ElementError(e)]), None
+    except BaseException as e:
+        return None, [], e
 
 
 def element_nbytes(element: Any) -> int:
@@ -170,26 +192,23 @@ def _produce(sh: _Shared) -> None:
             if sh.stop:
                 return
         n = max(1, min(k, cap // 2 if cap > 1 else 1))
-        state = None
-        try:
-            state = it.get_state()
-            t0 = time.perf_counter()
-            elems = it._next_many(n)
-            dt = time.perf_counter() - t0
-        except Exception as e:  # an element's error: delivered in its place, then go on
+        t0 = time.perf_counter()
+        state, elems, err = read_chunk(it, n)
+        dt = time.perf_counter() - t0
+        if err is not None:  # delivered to the consumer
             with sh.cond:
                 if not sh.stop:
-                    sh.chunks.append((state, FailedChunk([ElementError(e)])))
-                    sh.buffered += 1
-                sh.cond.notify_all()
-            continue
-        except BaseException as e:  # delivered to the consumer
-            with sh.cond:
-                if not sh.stop:
-                    sh.error = e
+                    sh.error = err
                 sh.end = True
                 sh.cond.notify_all()
             return
+        if type(elems) is FailedChunk:  # an element's error: delivered in its place, then go on
+            with sh.cond:
+                if not sh.stop:
+                    sh.chunks.append((state, elems))
+                    sh.buffered += 1
+                sh.cond.notify_all()
+            continue
         with sh.cond:
             if elems:
                 sh.chunks.append((state, elems))
@@ -255,7 +274,75 @@ class WorkerOwner:
             self._it.close()
 
 
-class BackgroundIterator(WorkerOwner, NodeIterator):
+class ChunkConsumer:
+    """The consumer's side of a chunk hand-off, shared by every chunked worker iterator.
+
+    Holds the chunk being consumed (``_chunk``, ``_pos``), the input's state
+    before it (``_chunk_state``) and an error to raise after its last element
+    (``_pending``). The subclass implements ``_fill`` (the next chunk through
+    `_set_chunk`; False at the end). The checkpoint is the consumer's
+    position: ``{"input": state before the chunk, "skip": offset into it}``.
+    """
+
+    _chunk: list[Any]
+    _pos: int
+    _chunk_state: Any
+    _done: bool
+    _it: NodeIterator
+    _failed = False
+    _pending: BaseException | None = None
+
+    def _fill(self) -> bool:
+        raise NotImplementedError
+
+    def _set_chunk(self, state: Any, elems: list[Any]) -> None:
+        if state is not None:
+            self._chunk_state = state
+        self._chunk, self._pos = elems, 0
+        self._failed = type(elems) is FailedChunk
+
+    def _raise_pending(self) -> None:
+        err, self._pending = self._pending, None
+        self._done = True
+        raise err  # type: ignore[misc]
+
+    def __next__(self) -> Any:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                raise StopIteration
+        x = self._chunk[self._pos]
+        self._pos += 1
+        if self._failed and type(x) is ElementError:
+            raise x.error
+        return x
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._pos >= len(self._chunk):
+            if self._pending is not None:
+                self._raise_pending()
+            if not self._fill():
+                return []
+        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
+        if err is not None:
+            raise err
+        return out
+
+    def _position(self, started: bool) -> dict[str, Any]:
+        if not started and self._chunk_state is None:
+            return {"input": self._it.get_state(), "skip": 0}
+        return {"input": self._chunk_state, "skip": self._pos}
+
+    def _restore_position(self, state: dict[str, Any]) -> None:
+        """Moves the (stopped) input to ``state`` and forgets the chunk held."""
+        self._it.set_state(state["input"])
+        self._it._skip(int(state["skip"]))
+        self._chunk, self._pos, self._chunk_state = [], 0, None
+        self._done, self._pending = False, None
+
+
+class BackgroundIterator(ChunkConsumer, WorkerOwner, NodeIterator):
     """Runs ``it`` in a worker thread, buffering up to ``capacity`` elements.
 
     Args:
@@ -309,40 +396,14 @@ class BackgroundIterator(WorkerOwner, NodeIterator):
                 if err is not None:
                     raise err
                 return False
-        if state is not None:
-            self._chunk_state = state
-        self._chunk, self._pos = elems, 0
-        self._failed = type(elems) is FailedChunk
+        self._set_chunk(state, elems)
         return True
 
-    _failed = False
-
-    def __next__(self) -> Any:
-        if self._pos >= len(self._chunk) and not self._fill():
-            raise StopIteration
-        x = self._chunk[self._pos]
-        self._pos += 1
-        if self._failed and type(x) is ElementError:
-            raise x.error
-        return x
-
-    def _next_many(self, n: int) -> list[Any]:
-        if self._pos >= len(self._chunk) and not self._fill():
-            return []
-        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
-        if err is not None:
-            raise err
-        return out
-
     def get_state(self) -> dict[str, Any]:
-        if self._sh is None and self._chunk_state is None:
-            return {"input": self._it.get_state(), "skip": 0}
-        return {"input": self._chunk_state, "skip": self._pos}
+        return self._position(self._sh is not None)
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "skip"), "prefetch")
         self._stop()
-        self._it.set_state(state["input"])
-        self._it._skip(int(state["skip"]))
-        self._chunk, self._pos, self._chunk_state, self._done = [], 0, None, False
+        self._restore_position(state)
 

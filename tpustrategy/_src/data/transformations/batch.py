@@ -17,7 +17,7 @@ from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check
 from tpustrategy._src.data.core.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from tpustrategy._src.data.core.structure import map_structure
 from tpustrategy._src.data.parallel.threads import BackgroundIterator, resolve_parallelism
-from tpustrategy._src.data.transformations.map import check_deterministic
+from tpustrategy._src.data.transformations.map import MapDataset, check_deterministic
 
 
 def check_batch_size(batch_size: Any, api: str) -> int:
@@ -86,11 +86,19 @@ class BatchDataset(Dataset):
         return batched_cardinality(self.inputs[0].cardinality(), self.batch_size, self.drop_remainder)
 
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
-        it: NodeIterator = BatchIterator(self.inputs[0]._make_iterator(ctx), self.batch_size, self.drop_remainder)
+        inp = self.inputs[0]
+        fused = (inp._make_fused_iterator(ctx, self.batch_size, self.drop_remainder, self._batcher)
+                 if isinstance(inp, MapDataset) else None)
+        it: NodeIterator = fused or BatchIterator(inp._make_iterator(ctx), self.batch_size, self.drop_remainder)
         workers = resolve_parallelism(self.num_parallel_calls, "Dataset.batch")
         if workers is not None:
             it = BackgroundIterator(it, max(2, workers), name="tpsd-batch")
         return it
+
+
+    def _batcher(self, it: NodeIterator) -> NodeIterator:
+        """This batch over ``it`` (the unfused pipeline a fused map + batch falls back to)."""
+        return BatchIterator(it, self.batch_size, self.drop_remainder)
 
 
 class BatchIterator(NodeIterator):

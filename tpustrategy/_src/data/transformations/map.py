@@ -10,11 +10,15 @@ input order, by one of two backends:
 * worker processes (``parallel.processes``): for Python/NumPy work, which
   threads cannot run on more than one core. A parallel map starts on threads
   and measures ``fn``'s CPU time per element; at `PROCESS_MIN_ELEM_S` or more
-  (and with at least 2 workers and 2 CPUs) it moves the rest of the stream to
-  a pool of processes, if ``fn`` can be sent to one (`processes.pickle_task`);
+  with `AUTO_PROCESSES_MIN_CPUS` CPUs (and at least 2 workers) it moves the rest of the stream to a pool of
+  processes, if ``fn`` can be sent to one (`processes.pickle_task`);
   otherwise it stays on threads and warns once, saying why.
   ``Options().threading.experimental_worker_processes`` = True uses processes
   from the first element, False never.
+
+A parallel map followed by ``batch`` is fused (``map_batch.MapBatchIterator``,
+TensorFlow's ``map_and_batch_fusion``) where processes are an option: the
+workers map and stack whole batches, so one array per batch crosses back.
 
 Both backends checkpoint the same way: the input's state before the chunk
 being consumed plus the offset into it; chunks in flight are recomputed after
@@ -25,7 +29,6 @@ is always a valid order (and keeps checkpoints exact).
 from __future__ import annotations
 
 import functools
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -85,10 +88,13 @@ def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
 
 # The fewest CPUs on which a parallel map moves to worker processes by itself (see _make_iterator).
 AUTO_PROCESSES_MIN_CPUS = 4
+# The same for ``map(...).batch(...)`` fused. One array per batch crosses (the parent's cost per element
+# fell from 18 to 4-8 µs), but on this shared 2-core machine the fused workers still measured 0.3-0.7x
+# of one thread at load 13-15 (1.1-1.8x at load 8-10, with the pool already started): 2 CPUs are not
+# chosen by themselves.
+FUSED_PROCESSES_MIN_CPUS = 4
 
 
-PARK_S = 2.0  # how long the pool of an iterator that ended normally waits for the next iterator
-_SPARE_LOCK = threading.Lock()
 
 
 class MapDataset(Dataset):
@@ -123,59 +129,60 @@ class MapDataset(Dataset):
         if workers is None:
             return _MapIterator(it, self.fn)
         threading_opts = ctx.options.threading
-        want = threading_opts.experimental_worker_processes
-        if want is False:
-            mode = "off"
-        elif want is True:
-            mode = "on"
-        else:
-            # Measured on 2 cores the hand-off costs more than the second core gives (0.75x of one
-            # thread): processes are chosen by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
-            mode = "auto" if workers >= 2 and cpu_count() >= AUTO_PROCESSES_MIN_CPUS else "off"
+        # Measured on 2 cores, one hand-off per element costs more than the second core gives: 0.75x of
+        # one thread for a 65 µs function, 0.6x for batch(256).map(parse_example) of 3 KB records (2-5 ms
+        # an element; the records' copies cost more than the parse): element-wise processes are chosen
+        # by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
+        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS)
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
                                   threading_opts.max_intra_op_parallelism, self._warn_threads, self)
         if ctx.options.experimental_warm_start:
             out._start()
         return out
 
-    _task: tuple[bytes | None, str] | None = None
+    _tasks: dict[Any, tuple[bytes | None, str]] | None = None
     _warned = False
-    _spare: processes.ProcessPool | None = None
 
-    def _park_pool(self, pool: processes.ProcessPool) -> None:
-        """Keeps the pool of an iterator that ended normally for `PARK_S` seconds, for the next iterator."""
-        with _SPARE_LOCK:
-            old, self._spare = self._spare, pool
-        if old is not None:
-            old.close()
-        timer = threading.Timer(PARK_S, self._drop_spare, (pool,))
-        timer.name = "tpsd-map-pool-park"
-        timer.daemon = True
-        timer.start()
+    def _process_mode(self, ctx: IterContext, workers: int, min_cpus: int) -> str:
+        """"on", "auto" or "off": where this map's function runs (the option, else the CPUs and workers)."""
+        want = ctx.options.threading.experimental_worker_processes
+        if want is not None:
+            return "on" if want else "off"
+        return "auto" if workers >= 2 and cpu_count() >= min_cpus else "off"
 
-    def _drop_spare(self, pool: processes.ProcessPool) -> None:
-        with _SPARE_LOCK:
-            if self._spare is not pool:
-                return
-            self._spare = None
-        pool.close()
+    def _make_fused_iterator(self, ctx: IterContext, batch_size: int, drop_remainder: bool,
+                             batcher: Callable[[NodeIterator], NodeIterator]) -> NodeIterator | None:
+        """``map`` then ``batch`` as one `MapBatchIterator` (workers map and stack whole batches), or None.
 
-    def _adopt_pool(self, workers: int) -> processes.ProcessPool | None:
-        """The parked pool, if it has ``workers`` live workers (the next epoch or pass skips the start-up)."""
-        with _SPARE_LOCK:
-            pool, self._spare = self._spare, None
-        if pool is None:
+        None (the caller builds the unfused pair) for a map without ``num_parallel_calls``, with
+        ``map_and_batch_fusion`` off, or where worker processes are not an option.
+        """
+        if self.num_parallel_calls is None or ctx.options.experimental_optimization.map_and_batch_fusion is False:
             return None
-        if pool.closed or len(pool.workers) != workers or any(w.proc.poll() is not None for w in pool.workers):
-            pool.close()
+        workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map", options=ctx.options)
+        assert workers is not None
+        mode = self._process_mode(ctx, workers, FUSED_PROCESSES_MIN_CPUS)
+        if mode == "off":
             return None
-        return pool
+        from tpustrategy._src.data.transformations.map_batch import MapBatchIterator
 
-    def _worker_task(self) -> bytes | None:
-        """``fn`` pickled for worker processes (once per dataset), or None after one warning saying why."""
-        if self._task is None:
-            self._task = processes.pickle_task(functools.partial(call_map_fn, self.fn), self.fn)
-        payload, why = self._task
+        it = self.inputs[0]._make_iterator(ctx)
+        return MapBatchIterator(it, self.fn, batch_size, drop_remainder, workers, mode, self,
+                                ctx.options.threading.max_intra_op_parallelism, batcher)
+
+    def _worker_task(self, batch_size: int | None = None) -> bytes | None:
+        """``fn`` pickled for worker processes (once per dataset and batch size), or None after one warning.
+
+        With ``batch_size`` the task maps and stacks whole batches (`processes.MapBatchTask`).
+        """
+        if self._tasks is None:
+            self._tasks = {}
+        if batch_size not in self._tasks:
+            task: Any = functools.partial(call_map_fn, self.fn)
+            if batch_size is not None:
+                task = processes.MapBatchTask(task, batch_size)
+            self._tasks[batch_size] = processes.pickle_task(task, self.fn)
+        payload, why = self._tasks[batch_size]
         if payload is None:
             self._warn_threads(why)
         return payload

@@ -18,13 +18,14 @@ from typing import Any
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.parallel.threads import (
+    ChunkConsumer,
     ElementError,
     FailedChunk,
     WorkerOwner,
+    read_chunk,
     shutdown_workers,
     start_thread,
     stop_workers,
-    take_from_chunk,
 )
 from tpustrategy._src.data.transformations.calling import call_map_fn
 
@@ -36,7 +37,8 @@ _PROBE_MIN_S = 0.002
 class _MapShared:
     """State shared by a `ParallelMapIterator` and its worker threads."""
 
-    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False):
+    def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, probe: bool = False,
+                 min_elem_s: float = 0.0):
         self.cond = threading.Condition()
         self.input_lock = threading.Lock()
         self.it, self.fn = it, fn
@@ -50,6 +52,7 @@ class _MapShared:
         self.threads: list[threading.Thread] = []
         # Measuring fn (CPU time, not wall time: waiting for the GIL is not fn's cost) to choose processes.
         self.probe = probe
+        self.min_elem_s = min_elem_s or PROCESS_MIN_ELEM_S
         self.probe_warm = True
         self.probe_n = 0
         self.probe_t = 0.0
@@ -93,7 +96,7 @@ def _probe(sh: _MapShared, n: int, cpu: float) -> None:
         if sh.probe_n >= _PROBE_MIN_ELEMS or sh.probe_t >= _PROBE_MIN_S:
             sh.probe = False
             sh.per_elem = sh.probe_t / max(1, sh.probe_n)
-            if sh.per_elem >= PROCESS_MIN_ELEM_S:
+            if sh.per_elem >= sh.min_elem_s:
                 sh.switch = True  # the consumer starts a pool; the threads go on until it is ready
                 sh.cond.notify_all()
 
@@ -114,21 +117,16 @@ def _map_worker(sh: _MapShared) -> None:
                 return
             cid = sh.next_id
             sh.next_id += 1
-            state = None
-            try:
-                state = sh.it.get_state()
-                elems = sh.it._next_many(sh.chunk)
-            except Exception as e:  # an input element's error, delivered in its place
+            state, elems, read_err = read_chunk(sh.it, sh.chunk)
+            if read_err is not None or type(elems) is FailedChunk:  # delivered in its place
                 with sh.cond:
-                    sh.results[cid] = (state, FailedChunk([ElementError(e)]), None)
+                    sh.results[cid] = (state, elems, read_err)
+                    if read_err is not None:
+                        sh.input_done = True
                     sh.cond.notify_all()
+                if read_err is not None:
+                    return
                 continue
-            except BaseException as e:
-                with sh.cond:
-                    sh.results[cid] = (None, [], e)
-                    sh.input_done = True
-                    sh.cond.notify_all()
-                return
             if not elems:
                 sh.input_done = True
         outs: list[Any] = []
@@ -161,7 +159,7 @@ def _map_worker(sh: _MapShared) -> None:
             return
 
 
-class ParallelMapIterator(WorkerOwner, NodeIterator):
+class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
     """Maps chunks of elements in ``workers`` threads or processes, delivering them in order.
 
     Args:
@@ -173,14 +171,16 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
       task: returns ``fn`` pickled for the workers, or None (after warning).
       intra_op: threads NumPy/BLAS may use inside one worker process.
       warn: warns (once per dataset) that ``fn`` stays on threads, and why.
-      owner: the dataset, which keeps the pool of an iterator that ended
-        normally for `PARK_S` seconds, for its next iterator.
+      owner: unused (kept for the callers' signature).
+      min_elem_s: in "auto" mode, the CPU time per element from which the
+        stream moves to processes (default `PROCESS_MIN_ELEM_S`).
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
                  task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
-                 warn: Callable[[str], None] | None = None, owner: Any = None):
+                 warn: Callable[[str], None] | None = None, owner: Any = None, min_elem_s: float = 0.0):
         self._it, self._fn, self._workers = it, fn, workers
+        self._min_elem_s = min_elem_s
         self._owner = owner
         self._mode = mode if task is not None else "off"
         self._task, self._intra_op, self._warn = task, intra_op, warn
@@ -201,7 +201,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         self._start_threads()
 
     def _start_threads(self) -> _MapShared:
-        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto")
+        sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto", min_elem_s=self._min_elem_s)
         self._take_id = 0
         for i in range(self._workers):
             sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
@@ -212,14 +212,14 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _start_processes(self, chunk: int) -> bool:
         """Starts the worker processes (at a chunk boundary); False (threads from now on) if they cannot run ``fn``."""
         self._mode = "off"  # one try per iterator
-        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            return False
+        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
             self._pool_finalizer = weakref.finalize(self, pool.close)
             return True
-        payload = self._task() if self._task is not None else None
-        if payload is None:
-            return False
         pool = processes.ProcessPool(payload, self._workers, self._intra_op)
         try:
             pool.start()
@@ -240,7 +240,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
     def _park(self) -> None:
         """At the normal end: hands an idle, healthy pool to the dataset for its next iterator."""
         runner = self._runner
-        if runner is None or self._owner is None:
+        if runner is None:
             return
         pool = runner.pool
         if pool.closed or any(w.cids or w.dead for w in pool.workers):
@@ -248,7 +248,7 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
         self._runner = None
         self._pool_finalizer.detach()
         self._pool_finalizer = None
-        self._owner._park_pool(pool)
+        processes.park_pool(pool)
 
     def _stop(self) -> None:
         sh = self._sh
@@ -258,16 +258,16 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
 
     def _launch_pool(self, sh: _MapShared) -> None:
         """Starts a pool in the background while the threads go on, or stays on threads (after one warning)."""
-        pool = self._owner._adopt_pool(self._workers) if self._owner is not None else None
+        payload = self._task() if self._task is not None else None
+        if payload is None:
+            self._mode, sh.switch = "off", False
+            return
+        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._pool_finalizer = weakref.finalize(self, pool.close)
             with sh.cond:
                 sh.pool, sh.pool_state, sh.input_done = pool, "ready", True
                 sh.cond.notify_all()
-            return
-        payload = self._task() if self._task is not None else None
-        if payload is None:
-            self._mode, sh.switch = "off", False
             return
         pool = processes.ProcessPool(payload, self._workers, self._intra_op)
         self._pool_finalizer = weakref.finalize(self, pool.close)
@@ -353,58 +353,22 @@ class ParallelMapIterator(WorkerOwner, NodeIterator):
             self._done = True
             self._park()
             return False
-        if state is not None:
-            self._chunk_state = state
-        self._chunk, self._pos = outs, 0
-        self._failed = type(outs) is FailedChunk
+        self._set_chunk(state, outs)
         return True
 
-    _failed = False
-    _pending: BaseException | None = None
-
     def _raise_pending(self) -> None:
-        err, self._pending = self._pending, None
-        self._done = True
         self._end_processes()
-        raise err  # type: ignore[misc]
-
-    def __next__(self) -> Any:
-        if self._pos >= len(self._chunk):
-            if self._pending is not None:
-                self._raise_pending()
-            if not self._fill():
-                raise StopIteration
-        x = self._chunk[self._pos]
-        self._pos += 1
-        if self._failed and type(x) is ElementError:
-            raise x.error
-        return x
-
-    def _next_many(self, n: int) -> list[Any]:
-        if self._pos >= len(self._chunk):
-            if self._pending is not None:
-                self._raise_pending()
-            if not self._fill():
-                return []
-        out, self._pos, err = take_from_chunk(self._chunk, self._pos, n, self._failed)
-        if err is not None:
-            raise err
-        return out
+        super()._raise_pending()
 
     def get_state(self) -> dict[str, Any]:
-        if self._sh is None and self._runner is None and self._chunk_state is None:
-            return {"input": self._it.get_state(), "skip": 0}
-        return {"input": self._chunk_state, "skip": self._pos}
+        return self._position(self._sh is not None or self._runner is not None)
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "skip"), "parallel map")
         self._stop()
         if self._runner is not None:
             self._runner.reset()  # chunks in flight are dropped; the pool stays
-        self._it.set_state(state["input"])
-        self._it._skip(int(state["skip"]))
-        self._chunk, self._pos, self._chunk_state = [], 0, None
-        self._done, self._pending = False, None
+        self._restore_position(state)
         if self._runner is not None:
             self._chunk_state = self._it.get_state()
 
