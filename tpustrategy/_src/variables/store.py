@@ -72,6 +72,16 @@ class StoredValue:
     _own: Any = None
     _value = STORED_VALUE
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy's (``copy.copy``, pickle) attributes: the value on the copy, no store slot."""
+        state = dict(self.__dict__)
+        if not storable(self):
+            return state
+        state.pop("_store", None)
+        state.pop("_index", None)
+        state["_own"] = _get(self)
+        return state
+
 
 # The store of each set of variables (programs over the same variables, placed alike, share one).
 _shared: weakref.WeakValueDictionary[frozenset[int], Store] = weakref.WeakValueDictionary()
