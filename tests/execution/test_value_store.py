@@ -179,3 +179,39 @@ def test_a_claimed_variable_leaves_no_buffer_in_the_old_list():
     strategy.run(step, (x,))
     assert [float(a[0]) for a in _values(variables)] == [7.0, 5.0, 6.0]
     assert isinstance(variables[0]._store, store_module.Store)
+
+
+def test_values_read_before_or_between_steps_stay_valid_and_unread_ones_are_donated(monkeypatch):
+    strategy, variables, x, step = _setup(4)
+    donated = [0]
+    real = program_module.Program._donating
+
+    def counting(self):
+        found = real(self)
+        if found is None:
+            return None
+
+        def donating(*args):
+            donated[0] += 1
+            return found[0](*args)
+
+        return donating, found[1]
+
+    monkeypatch.setattr(program_module.Program, "_donating", counting)
+    before_any = variables[2].read_value()  # read before the program holds the values
+    for _ in range(4):
+        strategy.run(step, (x,))
+    assert not before_any.is_deleted()
+    np.testing.assert_array_equal(np.asarray(before_any), np.full(4, 2.0))
+    start = donated[0]
+    for _ in range(3):  # nothing read since: every call donates
+        strategy.run(step, (x,))
+    assert donated[0] == start + 3
+    between = variables[0].read_value()
+    strategy.run(step, (x,))
+    assert donated[0] == start + 3  # the value read is kept ...
+    strategy.run(step, (x,))
+    assert donated[0] == start + 4  # ... and the next call donates again
+    assert not between.is_deleted()
+    np.testing.assert_array_equal(np.asarray(between), np.full(4, 7.0))
+    assert [float(a[0]) for a in _values(variables)] == [j + 9.0 for j in range(4)]

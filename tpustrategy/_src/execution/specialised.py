@@ -154,8 +154,13 @@ def _store_call(w: Writer, store: Any, inputs: list[str], checks: list[str], var
     else:
         pick = "(" + "".join(f"vals[{i}], " for i in donated) + ")"
     w.consts.update(donating=donating[0], sole=_sole_count_of(pick, len(store.variables)).__eq__)
-    return lines + [f"    if all(map(sole, map(refs, {pick}))): outs = donating({call_args})",
-                    f"    else: outs = jitted({call_args})"]
+    # Every value handed out of the list since the last call was read through its variable
+    # (``store.exported``): only then are references counted.
+    return lines + ["    if store.exported:",
+                    "        store.exported = False",
+                    f"        if all(map(sole, map(refs, {pick}))): outs = donating({call_args})",
+                    f"        else: outs = jitted({call_args})",
+                    f"    else: outs = donating({call_args})"]
 
 
 # More variables than this are read, checked and written in C-level passes over a list (a

@@ -32,13 +32,17 @@ from typing import Any
 class Store:
     """A program's variables' current values, one flat list (``values[i]`` is ``variables[i]``'s)."""
 
-    __slots__ = ("values", "variables", "targets", "ok", "tick", "__weakref__")
+    __slots__ = ("values", "variables", "targets", "ok", "exported", "tick", "__weakref__")
 
     def __init__(self, variables: list[Any], targets: list[Any]) -> None:
         self.variables = list(variables)
         self.targets = list(targets)  # where each value must lie (the programs' shardings)
         self.values: list[Any] = [None] * len(self.variables)
         self.ok = False
+        # Whether a value in the list may be held elsewhere too: set by every read of a slot (a
+        # value handed out: the user's ``read_value``, a checkpoint copying it) and by a claim;
+        # while it is clear, the call donates without counting references.
+        self.exported = True
         # ``tick()``: counts the store's program's calls (returns the count before this one).
         self.tick = itertools.count().__next__
 
@@ -47,6 +51,7 @@ def _get(var: Any) -> Any:
     store = var._store
     if store is None:
         return var._own
+    store.exported = True
     return store.values[var._index]
 
 
@@ -128,6 +133,7 @@ def claim(store: Store) -> int:
         var._index = i
         values[i] = value
         moved += 1
+    store.exported = True  # a value moved in may be held where it was read before
     return moved
 
 
