@@ -5,10 +5,15 @@ structure back. Walking those structures generically (a loop over the inputs, th
 the result plan) costs several times what checking or building that one structure costs, so a
 program's call is turned once into straight-line Python (generated, as ``namedtuple`` and
 ``dataclasses`` generate theirs): the inputs' shardings checked by identity, the variables'
-values read (and, with many variables, checked and written back in C-level passes over a
-list), the dispatch (donating the written variables' old values when nothing else holds
+values, the dispatch (donating the written variables' old values when nothing else holds
 them), the bound on programs in flight, the written values and the results as the program's
 ``results.ResultPlan`` renders them. The call's guard is ``leaves.compile_guard``'s.
+
+The variables' values are one list (``variables.store.Store``, ``_store_call``): one flag
+checks them all, the list is the program's arguments as it is, the new values go back with
+one slice assignment — no Python per variable. Variables that keep their value elsewhere
+(Keras's) are read, checked and written one by one (``_variables_call``; C-level passes over
+a list with more than six).
 """
 
 from __future__ import annotations
