@@ -2,7 +2,7 @@
 
 - ``TPS_RUN_EAGERLY`` (``0``/``1``): start with ``run_functions_eagerly(True)``.
 - ``TPS_MAX_IN_FLIGHT`` (int >= 1): programs allowed in flight before ``run``
-  waits (default 8 on CPU, 32 on accelerators; it waits once every limit//2
+  waits (default 8 on several CPU devices, else 32; it waits once every limit//2
   calls, on the newest of the oldest half). XLA's CPU
   collectives deadlock when many programs with collectives are queued.
 - ``TPS_EAGER_TIMEOUT`` (seconds > 0): how long a replica thread of the eager

@@ -43,7 +43,8 @@ def _max_in_flight() -> int:
         if config.MAX_IN_FLIGHT is not None:
             _limit = int(config.MAX_IN_FLIGHT)
         else:
-            _limit = 8 if jax.default_backend() == "cpu" else 32
+            # The CPU client's bound protects its collectives (above); one device has none.
+            _limit = 8 if jax.default_backend() == "cpu" and jax.device_count() > 1 else 32
     return _limit
 
 

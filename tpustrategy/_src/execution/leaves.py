@@ -185,8 +185,10 @@ def _guard_item(w: Writer, key: Key, pos: int, expr: str, arrays: list[str]) -> 
         spec = w.const(entry)
         if entry.kind is ARRAY:
             shape, dtype, weak = (w.const(v) for v in (entry.shape, entry.dtype, entry.weak_type))
-            w.fail_if(f"type({x}) is not _ArrayImpl or {x}.shape != {shape} or {x}.dtype != {dtype} "
-                      f"or {x}.weak_type != {weak}")
+            a = w.name("a")  # the aval's fields (an array's ``shape``... are Python properties reading them)
+            w.fail_if(f"type({x}) is not _ArrayImpl")
+            w.lines.append(f"    {a} = {x}.aval")
+            w.fail_if(f"{a}.shape != {shape} or {a}.dtype != {dtype} or {a}.weak_type != {weak}")
             arrays.append(x)
         elif entry.kind is NUMPY:
             w.fail_if(f"type({x}) is not _ndarray or {x}.shape != {w.const(entry.shape)} "

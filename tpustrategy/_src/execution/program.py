@@ -32,8 +32,13 @@ from tpustrategy._src.values.distributed import Mirrored
 from tpustrategy._src.values.leaf import LeafKind, LeafSpec
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import frames
+from tpustrategy._src.variables import store as store_module
 
 _Tracer = jax.core.Tracer
+# After this many times other programs took its variables out of its store, a program stops
+# using one (``Program._claim``).
+_MAX_DISPLACED = 3
+_FEW_CALLS = 16
 _placements: weakref.WeakKeyDictionary[Any, Placement] = weakref.WeakKeyDictionary()
 
 
@@ -156,6 +161,12 @@ class Program:
         # model's first weight) makes the next programs write their outputs to fresh memory,
         # which measured +25 µs of CPU per call for a 64-256-10 MLP step on 8 CPU devices.
         self._token: int | None = None
+        # The variables' values as one list (``variables.store``), when the call is generated
+        # with one; how often other programs took the variables out of it since the first claim.
+        self._store: store_module.Store | None = None
+        self._claimed = False
+        self._claimed_at = 0
+        self._displaced = 0
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -206,12 +217,73 @@ class Program:
         if self.placement is None or self.one_shot or self.extra_split \
                 or any(frames.awaits_first_value(v) for v in self.written):
             return self.__call__
+        held = self._store if self._store is not None else self._new_store()
         generated = specialised.compile_call(
             jitted=self.jitted, num_inputs=len(self.in_split), seen=self._seen, variables=self.variables,
-            donating=self._donating(), token=self._token or 0,
+            donating=self._donating(), token=self._token or 0, store=held,
             written=[(v, self._w0 + j) for j, v in enumerate(self.written)], plan=self.plan,
-            specs=self._mirrored_specs, general=self.__call__, finish=self._finish)
-        return generated if generated is not None else self.__call__
+            specs=self._mirrored_specs, general=self._store_general if held is not None else self.__call__,
+            finish=self._finish)
+        if generated is None:
+            return self.__call__
+        if held is not None:
+            self._store = held
+            self._claim()
+        return generated
+
+    # The variables' values as one list -----------------------------------------------------
+    def _new_store(self) -> store_module.Store | None:
+        """A store for this program's variables (the written ones first, in the order the program
+        returns them), or None when a variable keeps its value elsewhere (Keras's) or is written
+        without being read."""
+        if not self.variables or self._displaced > _MAX_DISPLACED \
+                or not all(store_module.storable(v) for v in self.variables):
+            return None
+        ids = {id(v) for v in self.variables}
+        if not all(id(v) in ids for v in self.written):
+            return None
+        written = {id(v) for v in self.written}
+        order = list(self.written) + [v for v in self.variables if id(v) not in written]
+        n = len(self.in_split)
+        target = {id(v): self._targets[n + j] for j, v in enumerate(self.variables)}
+        return store_module.shared(order, [target[id(v)] for v in order])
+
+    def _store_general(self, arrays: list[Any]) -> Any:
+        """The generated call's exit when its store is not known good (a variable written or
+        placed outside the program, or claimed by another program's store) or an input needs
+        placing: the general call, then the store claims its variables again."""
+        result = self(arrays)
+        self._claim()
+        return result
+
+    def _claim(self) -> None:
+        """Moves the program's variables' values into its store and checks them: ``ok`` when each
+        is a concrete array where the program takes it. A program whose variables other programs
+        keep claiming (two programs over the same variables, called in turn) stops using a store:
+        its call then reads and writes each variable on its own."""
+        held = self._store
+        if held is None:
+            return
+        moved = store_module.claim(held)
+        calls = held.tick() - self._claimed_at
+        self._claimed_at += calls
+        if moved and self._claimed:
+            # Taken out of it after only a few calls: two programs over the same variables, in turn.
+            self._displaced = self._displaced + 1 if calls < _FEW_CALLS else 0
+            if self._displaced > _MAX_DISPLACED:
+                self._store = None
+                self.fast = self._specialised()
+                return
+        self._claimed = True
+        n = len(self.in_split)
+        index = {id(v): j for j, v in enumerate(self.variables)}
+        for var, value in zip(held.variables, held.values):
+            j = n + index[id(var)]
+            if type(value) is not _ArrayImpl or (value.sharding is not self._seen[j]
+                                                 and not _already_on(value, self._targets[j])):
+                held.ok = False
+                return
+        held.ok = True
 
     def _donating(self) -> tuple[Any, tuple[int, ...]] | None:
         """``(jitted, argument indices)``: the program donating the written variables' current

@@ -5,14 +5,20 @@ structure back. Walking those structures generically (a loop over the inputs, th
 the result plan) costs several times what checking or building that one structure costs, so a
 program's call is turned once into straight-line Python (generated, as ``namedtuple`` and
 ``dataclasses`` generate theirs): the inputs' shardings checked by identity, the variables'
-values read (and, with many variables, checked and written back in C-level passes over a
-list), the dispatch (donating the written variables' old values when nothing else holds
+values, the dispatch (donating the written variables' old values when nothing else holds
 them), the bound on programs in flight, the written values and the results as the program's
 ``results.ResultPlan`` renders them. The call's guard is ``leaves.compile_guard``'s.
+
+The variables' values are one list (``variables.store.Store``, ``_store_call``): one flag
+checks them all, the list is the program's arguments as it is, the new values go back with
+one slice assignment — no Python per variable. Variables that keep their value elsewhere
+(Keras's) are read, checked and written one by one (``_variables_call``; C-level passes over
+a list with more than six).
 """
 
 from __future__ import annotations
 
+import collections
 import operator
 import sys
 from collections.abc import Callable
@@ -27,6 +33,7 @@ from tpustrategy._src.variables import frames
 
 def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any],
                  donating: tuple[Any, tuple[int, ...]] | None = None, token: int,
+                 store: Any = None,
                  written: list[tuple[Any, int]], plan: ResultPlan, specs: list[Any],
                  general: Callable[[list[Any]], Any],
                  finish: Callable[[Any], Any]) -> Callable[[list[Any]], Any] | None:
@@ -69,12 +76,37 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
         lines.append(f"    {''.join(a + ', ' for a in inputs)}= arrays")
     checks = [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{i}]"
               for i, x in enumerate(inputs)]
+    if store is not None:
+        lines += _store_call(w, store, inputs, checks, variables, donating, written)
+    else:
+        lines += _variables_call(w, inputs, checks, variables, donating)
+    lines += [f"    o = outs[{int(token)}]",
+              "    if type(o) is not _ArrayImpl: return finish(outs)",
+              "    pending_append(o)",
+              "    if len(pending) > limit: settle()"]
+    if store is not None:
+        lines += _store_write_back(w, store, written)
+    elif len(written) > BATCH_VARIABLES and [i for _, i in written] == list(range(written[0][1], written[0][1] + len(written))):
+        first = written[0][1]  # one loop over the written variables (no Python call per variable)
+        targets = w.const(tuple(v for v, _ in written))
+        lines.append(f"    for var, value in zip({targets}, outs[{first}:{first + len(written)}]): "
+                     f"var.{frames.VALUE_SLOT} = value")
+    else:
+        lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
+    lines.append(f"    return {body}")
+    return w.define("def call(arrays):\n" + "\n".join(lines) + "\n", "call")  # type: ignore[no-any-return]
+
+
+def _variables_call(w: Writer, inputs: list[str], checks: list[str], variables: list[Any],
+                    donating: tuple[Any, tuple[int, ...]] | None) -> list[str]:
+    """The lines up to the dispatch when each variable's value is read, checked and written on
+    its own: the values read, every input checked, the dispatch."""
+    num_inputs = len(inputs)
     batched = len(variables) > BATCH_VARIABLES
-    read, values = _read_variables(w, variables, batched)
-    lines += read
+    lines, values = _read_variables(w, variables, batched)
     if not batched:
-        checks += [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{num_inputs + j}]"
-                   for j, x in enumerate(values)]
+        checks = checks + [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{num_inputs + j}]"
+                           for j, x in enumerate(values)]
     if checks:
         lines.append(f"    if {' or '.join(checks)}: return general(arrays)")
     if batched:  # the values' shardings against the seen ones in one C-level list comparison
@@ -91,25 +123,49 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
         picked = [values[i - num_inputs] if not batched else f"vals[{i - num_inputs}]" for i in donating[1]]
         pick = f"    d = [{', '.join(picked)}]"
         w.consts.update(donating=donating[0], sole=_sole_count(batched, pick, len(variables)).__eq__)
-        lines += [pick,
-                  f"    if all(map(sole, map(refs, d))): outs = donating({call_args})",
-                  f"    else: outs = jitted({call_args})",
-                  "    del d"]
+        return lines + [pick,
+                        f"    if all(map(sole, map(refs, d))): outs = donating({call_args})",
+                        f"    else: outs = jitted({call_args})",
+                        "    del d"]
+    return lines + [f"    outs = jitted({call_args})"]
+
+
+def _store_call(w: Writer, store: Any, inputs: list[str], checks: list[str], variables: list[Any],
+                donating: tuple[Any, tuple[int, ...]] | None, written: list[tuple[Any, int]]) -> list[str]:
+    """The lines up to the dispatch when the variables' values are one list (``store.values``,
+    the written variables first, in the order the program returns them): one flag says every
+    value is one the program takes as it is, the list is passed as it is (or gathered in the
+    program's order in one C call), the written variables' old values donated when only the
+    list holds them."""
+    num_inputs = len(inputs)
+    position = {id(v): i for i, v in enumerate(store.variables)}
+    order = [position[id(v)] for v in variables]
+    w.consts.update(store=store, vals=store.values, tick=store.tick)
+    lines = ["    if not store.ok: return general(arrays)", "    tick()"]
+    if checks:
+        lines.append(f"    if {' or '.join(checks)}: return general(arrays)")
+    if order == list(range(len(order))):
+        call_args = ", ".join(inputs + ["*vals"])
     else:
-        lines.append(f"    outs = jitted({call_args})")
-    lines += [f"    o = outs[{int(token)}]",
-              "    if type(o) is not _ArrayImpl: return finish(outs)",
-              "    pending_append(o)",
-              "    if len(pending) > limit: settle()"]
-    if len(written) > BATCH_VARIABLES and [i for _, i in written] == list(range(written[0][1], written[0][1] + len(written))):
-        first = written[0][1]  # one loop over the written variables (no Python call per variable)
-        targets = w.const(tuple(v for v, _ in written))
-        lines.append(f"    for var, value in zip({targets}, outs[{first}:{first + len(written)}]): "
-                     f"var.{frames.VALUE_SLOT} = value")
+        gather = w.const(operator.itemgetter(*order))
+        call_args = ", ".join(inputs + [f"*{gather}(vals)"])
+    if donating is None:
+        return lines + [f"    outs = jitted({call_args})"]
+    donated = sorted(order[i - num_inputs] for i in donating[1])
+    if donated == list(range(len(store.variables))):
+        pick = "vals"
+    elif donated == list(range(len(donated))):
+        pick = f"vals[:{len(donated)}]"
     else:
-        lines += [f"    {w.const(frames.value_writer(var))}(outs[{i}])" for var, i in written]
-    lines.append(f"    return {body}")
-    return w.define("def call(arrays):\n" + "\n".join(lines) + "\n", "call")  # type: ignore[no-any-return]
+        pick = "(" + "".join(f"vals[{i}], " for i in donated) + ")"
+    w.consts.update(donating=donating[0], sole=_sole_count_of(pick, len(store.variables)).__eq__)
+    # Every value handed out of the list since the last call was read through its variable
+    # (``store.exported``): only then are references counted.
+    return lines + ["    if store.exported:",
+                    "        store.exported = False",
+                    f"        if all(map(sole, map(refs, {pick}))): outs = donating({call_args})",
+                    f"        else: outs = jitted({call_args})",
+                    f"    else: outs = donating({call_args})"]
 
 
 # More variables than this are read, checked and written in C-level passes over a list (a
@@ -146,6 +202,32 @@ def _sole_count(batched: bool, pick: str, n: int) -> int:
         source += "".join(f"    v{j + 1} = read(variables[{j}])\n" for j in range(n))
     source += pick + "\n    return list(map(refs, d))\n"
     counts = Writer(read=frames.value_reader(), refs=sys.getrefcount).define(source, "probe")(holders)
+    if len(set(counts)) != 1:  # pragma: no cover - every value is held alike
+        raise RuntimeError(f"tpustrategy: unexpected reference counts {counts} of stand-in values")
+    return int(counts[0])
+
+
+def _store_write_back(w: Writer, store: Any, written: list[tuple[Any, int]]) -> list[str]:
+    """The line writing the new values into the store: one slice assignment when they are
+    consecutive there in the order the program returns them (a store made for this program:
+    the written variables first), else one C-level pass over their positions."""
+    if not written:
+        return []
+    position = {id(v): i for i, v in enumerate(store.variables)}
+    at = [position[id(v)] for v, _ in written]
+    first, last = written[0][1], written[-1][1] + 1
+    if at == list(range(at[0], at[0] + len(at))) and [i for _, i in written] == list(range(first, last)):
+        return [f"    vals[{at[0]}:{at[0] + len(at)}] = outs[{first}:{last}]"]
+    w.consts.update(_put=store.values.__setitem__, _deque=collections.deque)
+    new = "(" + "".join(f"outs[{i}], " for _, i in written) + ")"
+    return [f"    _deque(map(_put, {w.const(tuple(at))}, {new}), 0)"]
+
+
+def _sole_count_of(pick: str, n: int) -> int:
+    """``_sole_count`` for the store's call: the reference count of a value held only by the
+    store's list, as ``map(refs, <pick>)`` sees it in the generated call."""
+    source = f"def probe(vals):\n    return list(map(refs, {pick}))\n"
+    counts = Writer(refs=sys.getrefcount).define(source, "probe")([object() for _ in range(n)])
     if len(set(counts)) != 1:  # pragma: no cover - every value is held alike
         raise RuntimeError(f"tpustrategy: unexpected reference counts {counts} of stand-in values")
     return int(counts[0])

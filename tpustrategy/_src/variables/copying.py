@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tpustrategy._src.variables import frames, ids
+from tpustrategy._src.variables import frames, ids, store
 from tpustrategy._src.variables.state import SYNC_ON_READ, VariableState
 
 
@@ -49,6 +49,7 @@ def deep_copy(var: V, memo: dict[int, Any]) -> V:
             "traced.)\nFix: copy the variable outside the step, e.g. right after creating it.")
     new = object.__new__(type(var))
     new.__dict__.update(var.__dict__)
+    store.detach(new)  # its own value, not a slot in ``var``'s program's store
     new._id = ids.next_id()
     new._value = _copy_array(var._value)
     # TensorFlow's copy starts from the current value: that is its initial value.

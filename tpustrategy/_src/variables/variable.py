@@ -28,6 +28,7 @@ from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import arguments, copying, frames, ids, operators, sparse, updates
+from tpustrategy._src.variables.store import StoredValue
 from tpustrategy._src.variables.component import ReplicaComponent
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
@@ -94,7 +95,7 @@ def _resolve(value: Any) -> Any:
     return value
 
 
-class Variable(metaclass=_VariableMeta):
+class Variable(StoredValue, metaclass=_VariableMeta):
     """A mutable array with ``tf.Variable``'s distribution semantics.
 
     Args:
