@@ -60,10 +60,8 @@ def eligible(model: Any, strategy: Any) -> bool:
     if getattr(model, "optimizer", None) is None:
         return False
     if model.non_trainable_variables:
-        from tpustrategy._src.keras.sync_batch_norm import synchronized_state
-
-        synchronized = synchronized_state(model)
-        if any(id(v) not in synchronized for v in model.non_trainable_variables):
+        allowed = per_replica_state(model)
+        if any(id(v) not in allowed for v in model.non_trainable_variables):
             return False
     if not all(getattr(v, "aggregation", None) == "sum" for v in model.metrics_variables):
         return False
@@ -72,6 +70,28 @@ def eligible(model: Any, strategy: Any) -> bool:
     replicated = NamedSharding(strategy.mesh, P())
     state = [*model.trainable_variables, *model.optimizer.variables, *model.metrics_variables]
     return all(_is_replicated(v.value, replicated) for v in state)
+
+
+def per_replica_state(model: Any) -> set[int]:
+    """The ids of the non-trainable variables a per-replica step keeps as TensorFlow does.
+
+    - every ``BatchNormalization``'s moving statistics: synchronized ones stay equal (their
+      moments are all-reduced, ``sync_batch_norm``); the others are each replica's own copy,
+      updated from that replica's batch — TensorFlow's rule for Keras 3's ``aggregation="none"``
+      variables updated in a replica (``MirroredVariable``'s components diverge), read as
+      replica 0's copy (its primary) by ``numpy()``, ``get_weights`` and saving;
+    - random seed generators' states (dropout's): every replica advances its copy by the same
+      increment, so they stay equal.
+    """
+    import keras
+
+    found: set[int] = set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, keras.layers.BatchNormalization):
+            found.update(id(v) for v in layer.non_trainable_variables)
+        for generator in getattr(layer, "_seed_generators", ()):
+            found.add(id(generator.state))
+    return found
 
 
 def _is_replicated(value: Any, replicated: Any) -> bool:
