@@ -10,18 +10,26 @@ program ``strategy.run`` builds for a custom loop, and on the devices measured h
 faster than the partitioned one (``benchmarks/keras_fit.py``).
 
 The two steps compute the same thing only when the global batch's loss is the mean of the
-replicas' losses. So this program is used only when every condition below holds, and
-otherwise Keras's own program runs, unchanged:
+replicas' losses — except for unsynchronized batch normalisation, where TensorFlow's
+``MirroredStrategy`` itself computes per replica: each replica normalises with its own
+batch's moments and updates its own copy of the moving statistics (Keras 3 creates them with
+``aggregation="none"``, and TensorFlow lets a replica-context update of such a
+``MirroredVariable`` change that replica's component only). Here too each replica keeps its
+copy: the state goes in and out of the ``shard_map`` as a replicated array whose per-device
+buffers differ, so Keras's programs (``evaluate``, ``predict``) use each device's copy for its
+rows and every read (``numpy()``, ``get_weights``, saving, checkpoints) gives replica 0's,
+TensorFlow's primary component. So this program is used only when every condition below
+holds, and otherwise Keras's own program runs, unchanged:
 
 - one process; the model's ``train_step``, ``compute_loss``, ``compute_loss_and_updates``,
   ``compute_metrics`` and ``_update_metrics_variables`` are Keras's own;
 - every loss is a Keras built-in (a name, a function of ``keras.losses`` or one of its
   ``Loss`` classes) with ``reduction="sum_over_batch_size"``: a mean over the batch;
-- no non-trainable variables (batch-normalisation statistics, dropout seeds would differ
-  per replica) except the moving statistics of ``BatchNormalization(synchronized=True)``
-  layers, whose moments are all-reduced over the replicas in the step (``sync_batch_norm``)
-  and so stay equal; every metric variable aggregated by ``"sum"``, every piece of state
-  replicated over the strategy's devices;
+- no non-trainable variables except batch normalisation's moving statistics (synchronized
+  layers all-reduce their moments in the step, ``sync_batch_norm``, so theirs stay equal;
+  the others are each replica's own, as above) and random seed generators' states (every
+  replica advances its copy alike, as TensorFlow's replicas do); every metric variable
+  aggregated by ``"sum"``, every piece of state replicated over the strategy's devices;
 - while the step is traced: the forward pass adds no losses (``add_loss``, activity or
   weight regularisers) and its outputs carry no mask (a mask renormalises the mean by each
   replica's own count);
