@@ -28,7 +28,8 @@ def compile_(model, steps_per_execution=1):
 
 @pytest.fixture(scope="module")
 def reference():
-    tps.MirroredStrategy(devices=jax.devices()[:1])   # the patches are installed (Keras alone refuses synchronized)
+    with tps.MirroredStrategy(devices=jax.devices()[:1]).scope():
+        pass   # a scope installs the Keras patches (Keras alone refuses synchronized=True on JAX)
     model = build()
     weights = [w.numpy() for w in model.weights]
     compile_(model)
