@@ -22,7 +22,6 @@ import pytest
 
 import tpustrategy as tps
 import tpustrategy.data as tpsd
-
 from tests.keras import xray_program
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "xray_tf221.json"
