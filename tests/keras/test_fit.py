@@ -13,9 +13,11 @@ Y = (X[:, 0] + X[:, 1] > 0).astype("int32")
 
 
 def build(seed=1):
+    # Synchronized: the global batch's moments, so any number of replicas equals one device (an
+    # unsynchronized layer keeps each replica's own statistics, as TensorFlow does: test_xray_port.py).
     keras.utils.set_random_seed(seed)
     return keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="relu"),
-                             keras.layers.BatchNormalization(), keras.layers.Dense(2)])
+                             keras.layers.BatchNormalization(synchronized=True), keras.layers.Dense(2)])
 
 
 def compile_(model, steps_per_execution=1):
@@ -26,6 +28,8 @@ def compile_(model, steps_per_execution=1):
 
 @pytest.fixture(scope="module")
 def reference():
+    with tps.MirroredStrategy(devices=jax.devices()[:1]).scope():
+        pass   # a scope installs the Keras patches (Keras alone refuses synchronized=True on JAX)
     model = build()
     weights = [w.numpy() for w in model.weights]
     compile_(model)

@@ -108,7 +108,7 @@ def test_a_batch_that_does_not_split_over_the_replicas_runs_keras_s_program(coun
 
 
 @pytest.mark.parametrize("case", ["sum_reduction", "user_loss", "kernel_regularizer", "activity_regularizer",
-                                  "batch_norm", "dropout", "masked_output"])
+                                  "masked_output"])
 def test_a_model_whose_loss_is_not_a_mean_over_replicas_keeps_keras_s_program(counted, case):
     make, loss = dense, None
     if case == "sum_reduction":
@@ -122,16 +122,6 @@ def test_a_model_whose_loss_is_not_a_mean_over_replicas_keeps_keras_s_program(co
     elif case == "activity_regularizer":
         def make():
             return dense(activity_regularizer=keras.regularizers.L2(0.01))
-    elif case == "batch_norm":
-        def make():
-            keras.utils.set_random_seed(1)
-            return keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, use_bias=False), keras.layers.BatchNormalization(),
-                                     keras.layers.Dense(2)])
-    elif case == "dropout":
-        def make():
-            keras.utils.set_random_seed(1)
-            return keras.Sequential([keras.Input((6,)), keras.layers.Dense(16), keras.layers.Dropout(0.5),
-                                     keras.layers.Dense(2)])
     else:
         def make():   # the mask of the padded steps reaches the loss
             keras.utils.set_random_seed(1)
@@ -144,7 +134,7 @@ def test_a_model_whose_loss_is_not_a_mean_over_replicas_keeps_keras_s_program(co
         ds = _pipeline(seq, labels, batch=32)
     else:
         ds = _pipeline(X, Y, batch=32)
-    _fit_both(make, ds, loss, compare=case != "dropout")   # dropout: its masks are not compared here
+    _fit_both(make, ds, loss)
     assert counted == []
 
 
@@ -161,3 +151,36 @@ def test_the_static_conditions_name_what_keeps_keras_s_program():
     assert not replica_steps._mean_losses(None)
     assert not replica_steps._mean_losses(keras.losses.Huber(reduction="sum"))
     assert not replica_steps._mean_losses(lambda y, p: (y - p) ** 2)
+
+
+@pytest.mark.devices(4)
+def test_batch_norm_trains_per_replica_each_replica_keeping_its_own_statistics(counted):
+    """TensorFlow's MirroredStrategy: each replica normalises with its own batch's moments and
+    updates its own copy of the moving statistics (test_xray_port.py compares with TensorFlow)."""
+    strategy = tps.MirroredStrategy(devices=jax.devices()[:4])
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((6,)), keras.layers.BatchNormalization(momentum=0.5),
+                                  keras.layers.Dense(2)])
+        compile_(model)
+    model.fit(tpsd.Dataset.from_tensor_slices((X[:32], Y[:32])).batch(32), epochs=1, verbose=0)
+    assert len(counted) == 1
+    bn = model.layers[0]
+    copies = sorted(bn.moving_mean.value.addressable_shards, key=lambda s: s.device.id)
+    for r, shard in enumerate(copies):   # 8 rows a replica, moving mean 0 -> 0.5 * local mean
+        np.testing.assert_allclose(np.asarray(shard.data), 0.5 * X[8 * r:8 * (r + 1)].mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.5 * X[:8].mean(0), rtol=1e-5, atol=1e-6)   # replica 0's
+    variances = [np.asarray(s.data) for s in sorted(bn.moving_variance.value.addressable_shards,
+                                                    key=lambda s: s.device.id)]
+    np.testing.assert_allclose(variances[3], 0.5 + 0.5 * X[24:32].var(0), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_trains_per_replica(counted):
+    keras.utils.set_random_seed(1)
+    strategy = tps.MirroredStrategy()
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16), keras.layers.Dropout(0.5),
+                                  keras.layers.Dense(2)])
+        compile_(model)
+    history = model.fit(tpsd.Dataset.from_tensor_slices((X, Y)).batch(32), epochs=2, verbose=0).history
+    assert len(counted) == per_replica_programs(6)
+    assert np.isfinite(history["loss"]).all()

@@ -10,18 +10,26 @@ program ``strategy.run`` builds for a custom loop, and on the devices measured h
 faster than the partitioned one (``benchmarks/keras_fit.py``).
 
 The two steps compute the same thing only when the global batch's loss is the mean of the
-replicas' losses. So this program is used only when every condition below holds, and
-otherwise Keras's own program runs, unchanged:
+replicas' losses — except for unsynchronized batch normalisation, where TensorFlow's
+``MirroredStrategy`` itself computes per replica: each replica normalises with its own
+batch's moments and updates its own copy of the moving statistics (Keras 3 creates them with
+``aggregation="none"``, and TensorFlow lets a replica-context update of such a
+``MirroredVariable`` change that replica's component only). Here too each replica keeps its
+copy: the state goes in and out of the ``shard_map`` as a replicated array whose per-device
+buffers differ, so Keras's programs (``evaluate``, ``predict``) use each device's copy for its
+rows and every read (``numpy()``, ``get_weights``, saving, checkpoints) gives replica 0's,
+TensorFlow's primary component. So this program is used only when every condition below
+holds, and otherwise Keras's own program runs, unchanged:
 
 - one process; the model's ``train_step``, ``compute_loss``, ``compute_loss_and_updates``,
   ``compute_metrics`` and ``_update_metrics_variables`` are Keras's own;
 - every loss is a Keras built-in (a name, a function of ``keras.losses`` or one of its
   ``Loss`` classes) with ``reduction="sum_over_batch_size"``: a mean over the batch;
-- no non-trainable variables (batch-normalisation statistics, dropout seeds would differ
-  per replica) except the moving statistics of ``BatchNormalization(synchronized=True)``
-  layers, whose moments are all-reduced over the replicas in the step (``sync_batch_norm``)
-  and so stay equal; every metric variable aggregated by ``"sum"``, every piece of state
-  replicated over the strategy's devices;
+- no non-trainable variables except batch normalisation's moving statistics (synchronized
+  layers all-reduce their moments in the step, ``sync_batch_norm``, so theirs stay equal;
+  the others are each replica's own, as above) and random seed generators' states (every
+  replica advances its copy alike, as TensorFlow's replicas do); every metric variable
+  aggregated by ``"sum"``, every piece of state replicated over the strategy's devices;
 - while the step is traced: the forward pass adds no losses (``add_loss``, activity or
   weight regularisers) and its outputs carry no mask (a mask renormalises the mean by each
   replica's own count);
@@ -60,10 +68,8 @@ def eligible(model: Any, strategy: Any) -> bool:
     if getattr(model, "optimizer", None) is None:
         return False
     if model.non_trainable_variables:
-        from tpustrategy._src.keras.sync_batch_norm import synchronized_state
-
-        synchronized = synchronized_state(model)
-        if any(id(v) not in synchronized for v in model.non_trainable_variables):
+        allowed = per_replica_state(model)
+        if any(id(v) not in allowed for v in model.non_trainable_variables):
             return False
     if not all(getattr(v, "aggregation", None) == "sum" for v in model.metrics_variables):
         return False
@@ -72,6 +78,28 @@ def eligible(model: Any, strategy: Any) -> bool:
     replicated = NamedSharding(strategy.mesh, P())
     state = [*model.trainable_variables, *model.optimizer.variables, *model.metrics_variables]
     return all(_is_replicated(v.value, replicated) for v in state)
+
+
+def per_replica_state(model: Any) -> set[int]:
+    """The ids of the non-trainable variables a per-replica step keeps as TensorFlow does.
+
+    - every ``BatchNormalization``'s moving statistics: synchronized ones stay equal (their
+      moments are all-reduced, ``sync_batch_norm``); the others are each replica's own copy,
+      updated from that replica's batch — TensorFlow's rule for Keras 3's ``aggregation="none"``
+      variables updated in a replica (``MirroredVariable``'s components diverge), read as
+      replica 0's copy (its primary) by ``numpy()``, ``get_weights`` and saving;
+    - random seed generators' states (dropout's): every replica advances its copy by the same
+      increment, so they stay equal.
+    """
+    import keras
+
+    found: set[int] = set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, keras.layers.BatchNormalization):
+            found.update(id(v) for v in layer.non_trainable_variables)
+        for generator in getattr(layer, "_seed_generators", ()):
+            found.add(id(generator.state))
+    return found
 
 
 def _is_replicated(value: Any, replicated: Any) -> bool:
