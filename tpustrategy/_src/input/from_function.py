@@ -6,7 +6,11 @@ rebatching or sharding: the dataset yields per-replica batches and the
 pipeline's replicas take consecutive elements. When the data runs out in the
 middle of a step the remaining replicas get empty pieces; a step with no
 data ends the iteration (scalar elements, which have no batch dimension to
-empty, end it at the last complete step, as in TensorFlow).
+empty, end it at the last complete step, as in TensorFlow). With batches of a
+static size (``drop_remainder=True``) on one process, ``next()`` ends the
+iteration at such a partial step instead, as TensorFlow's ``get_next`` does;
+``get_next_as_optional`` and a ``for`` loop inside ``tps.function`` still give
+it (``statically_shaped``; ``distributed._StepSource.tps_pull``).
 """
 
 from __future__ import annotations
