@@ -206,3 +206,27 @@ def test_cluster_conditional_with_dynamic_shape_names_the_static_shape_fix():
     out = strategy.experimental_local_results(tps.function(lambda: strategy.run(
         lambda c: jnp.argwhere(jnp.asarray(c), size=3, fill_value=-1), args=([True, False, True],)))())
     assert np.asarray(out[0]).tolist() == [[0], [2], [-1]]
+
+
+# DeviceAssignmentTest.test_variables_mismatched_device_assignment -----------------------------
+def test_variables_mismatched_device_assignment():
+    topology = tps.tpu.experimental.initialize_tpu_system()
+    coordinates = np.asarray(topology.device_coordinates)[0]
+    strategy0 = tps.TPUStrategy(experimental_device_assignment=tps.tpu.experimental.DeviceAssignment(
+        topology, [[coordinates[0].tolist()], [coordinates[1].tolist()]]))
+    assert strategy0.extended.worker_devices == tuple(jax.devices()[:2])
+    with strategy0.scope():
+        v = tps.Variable(1.0)
+    # TensorFlow writes 42 into the second copy alone (the copies then differ); writing one copy
+    # of a mirrored variable is refused here, naming the fix (README, "Where we differ").
+    with pytest.raises(ValueError, match=r"(?s)writing one copy would make the replicas' copies diverge.*Fix"):
+        strategy0.experimental_local_results(v)[1].assign(42.0)
+    v.assign(42.0)
+    # The second strategy has the devices reversed; each replica reads the variable on its device.
+    strategy1 = tps.TPUStrategy(experimental_device_assignment=tps.tpu.experimental.DeviceAssignment(
+        topology, [[coordinates[1].tolist()], [coordinates[0].tolist()]]))
+    assert strategy1.extended.worker_devices == (jax.devices()[1], jax.devices()[0])
+    v_read = strategy1.run(v.read_value)
+    results = strategy1.experimental_local_results(v_read)
+    assert [float(r) for r in results] == [42.0, 42.0]
+    assert [r.devices() for r in results] == [{jax.devices()[1]}, {jax.devices()[0]}]
