@@ -32,6 +32,7 @@ def test_a_traceable_computation_returns_its_values_into_the_program():
     np.testing.assert_allclose(step(x), np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("compiled", [False, True])
 def test_inside_strategy_run_it_runs_once_per_replica(compiled):
     strategy = tps.MirroredStrategy(devices=jax.devices()[:4])
@@ -67,6 +68,7 @@ def test_a_non_callable_is_refused():
         tps.tpu.outside_compilation(3, 1)
 
 
+@pytest.mark.devices(8)
 def test_host_code_in_a_replica_split_over_cores_names_the_limit_and_the_fix():
     topology = tps.tpu.experimental.initialize_tpu_system()
     assignment = tps.tpu.experimental.DeviceAssignment.build(

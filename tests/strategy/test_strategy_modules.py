@@ -24,7 +24,7 @@ STRATEGY = pathlib.Path(tps.__file__).resolve().parent / "_src" / "strategy"
 
 # Lowest first: a module may import only modules of earlier rows (lazily or not).
 ORDER = [
-    {"run_options", "communication", "reduce", "gather", "logical_devices"},
+    {"run_options", "communication", "reduce", "gather", "logical_devices", "run_arguments"},
     {"extended"},
     {"base"},
     {"default"},

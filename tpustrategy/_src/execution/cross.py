@@ -160,7 +160,19 @@ class CrossFunction:
             UserWarning,
             stacklevel=user_stacklevel(),
         )
-        return self._fn(*args, **kwargs)
+        try:
+            return self._fn(*args, **kwargs)
+        except ValueError as e:
+            if "incompatible devices" not in str(e):
+                raise
+            # TensorFlow copies a value to the other's device; a JAX array stays on its devices.
+            raise ValueError(
+                f"{e}\ntps.function({name_of(self._fn)}): values computed by strategies over different "
+                f"devices ({names}) were combined; TensorFlow copies one to the other's device, JAX does "
+                "not (README, 'Where we differ': results of strategies over different devices).\nFix: "
+                "move one value first, e.g. `a + jax.device_put(b, next(iter(a.devices())))`, or run "
+                "both computations on one strategy."
+            ) from e
 
     def _call(self, found: _Entry, inputs: signature.Inputs, batches: dict[Any, list[signature.Inputs]]) -> Any:
         extra = []

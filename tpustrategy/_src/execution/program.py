@@ -86,7 +86,7 @@ class Placement:
             if _already_on(x, target):
                 return x
             if target is self.replicated and len(x.sharding.device_set) > 1 and x.sharding.is_fully_replicated \
-                    and x.sharding.device_set == target.device_set:
+                    and x.sharding.device_set == target.device_set and _same_order(x.sharding, target):
                 return x
         if target is self.replicated and not target.is_fully_addressable:
             # Multi-host: a value every process holds (a plain variable, a broadcast
@@ -102,6 +102,15 @@ class Placement:
             return self.split
         spec = var.core_spec
         return NamedSharding(self.replicated.mesh, spec) if spec is not None else self.replicated
+
+
+def _same_order(sharding: Any, target: NamedSharding) -> bool:
+    """Whether a replicated array's devices are in the target mesh's order: a jitted program
+    refuses the same devices in another order (a strategy over the same cores reversed,
+    ``tpu_strategy_test.test_variables_mismatched_device_assignment``)."""
+    if not isinstance(sharding, NamedSharding):
+        return True
+    return sharding.mesh.devices.flat[:].tolist() == target.mesh.devices.flat[:].tolist()
 
 
 @dataclass

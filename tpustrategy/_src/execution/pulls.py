@@ -77,7 +77,15 @@ class Sources:
             return self.globals[source]
         if source not in fresh:
             fresh[source] = iter(self.inner_datasets[source])
+            _mark_inner(fresh[source])
         return fresh[source]
+
+
+def _mark_inner(iterator: Any) -> None:
+    """An iterator the function makes itself (its ``for`` loop): the input layer's partial-step rule."""
+    mark = getattr(iterator, "tps_created_in_function", None)
+    if mark is not None:
+        mark()
 
 
 class TracePulls:
@@ -110,6 +118,7 @@ class TracePulls:
         self.iterator_sources[id(iterator)] = source
         self.sources.inner_datasets[source] = dataset
         self.sources.inner_iterators.setdefault(source, iterator)
+        _mark_inner(iterator)
 
     def pull(self, iterator: Any) -> Any:
         source = self.source_of(iterator)

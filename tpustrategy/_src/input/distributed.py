@@ -86,6 +86,15 @@ class _StepSource:
             self._agreement.cancelled = self._prefetcher.cancelled
         self._local_done = False
         self._first_replica = 0
+        # TensorFlow's partial-step rule (``_enable_get_next_as_optional``): with batches of a
+        # static size (``drop_remainder=True``) on one process, ``get_next`` ends the iteration
+        # at a step some replica has no data for; ``get_next_as_optional`` and a ``for`` loop
+        # inside ``tps.function`` (TensorFlow's autograph loop) still give that step.
+        self._static_batches = False
+        self._in_function = False      # created inside (or for) a tps.function's own loop
+        self._optional_pull = False    # an eager get_next_as_optional is pulling
+        self._ended_at_partial = False
+        self._step_partial = False     # set by _next_pieces: some replica of this step has no data
 
     def _agreement_rule(self) -> tuple[Any, Any]:
         """What this pipeline proves about every process's steps (``agreement.Rule``), and f(b) -> sizes."""
@@ -98,8 +107,9 @@ class _StepSource:
         """Runs on the prefetch thread: host work, the processes' agreement, the copies to the devices."""
         if not self._coordinate:
             state = self._host_state()
+            self._step_partial = False
             pieces, whole = self._next_pieces()
-            return state, self._group(pieces, whole)
+            return state, self._group(pieces, whole), self._step_partial
         return self._agree()
 
     def _group(self, pieces: list[Any], whole: Any = None, global_sizes: list[int] | None = None) -> Any:
@@ -117,10 +127,22 @@ class _StepSource:
 
     def tps_pull(self) -> Any:
         """The next step's batch, concretely (``context.contracts.PullableIterator``)."""
+        if self._ended_at_partial:
+            raise OutOfRangeError("End of sequence")
         try:
-            return self._prefetcher.next()[1]
+            produced = self._prefetcher.next()
         except StopIteration:
             raise OutOfRangeError("End of sequence") from None
+        partial = len(produced) > 2 and produced[2]
+        if partial and self._static_batches and not (self._in_function or self._optional_pull):
+            self._ended_at_partial = True
+            raise OutOfRangeError("End of sequence")
+        return produced[1]
+
+    def tps_created_in_function(self) -> None:
+        """Marks an iterator that a ``tps.function`` makes itself (its ``for`` loop over a dataset):
+        it gives a last step that only some replicas have data for, as TensorFlow's loop does."""
+        self._in_function = True
 
     def _pull(self) -> tuple[Any, Any, Any, Any]:
         """``(state before, pieces, whole, global batch)`` of this process's next step (pieces None: no data)."""
@@ -162,10 +184,18 @@ class _StepSource:
         return self._ahead[0] if self._ahead is not None else self._host_state()
 
     def get_next_as_optional(self) -> Optional:
+        from tpustrategy._src.execution import pulls
+
+        eager = pulls.active() is None
+        if eager:
+            self._optional_pull = True
         try:
             return Optional(self.get_next(), True)
         except StopIteration:
             return Optional()
+        finally:
+            if eager:
+                self._optional_pull = False
 
     def __next__(self) -> Any:
         return self.get_next()
@@ -182,6 +212,7 @@ class _StepSource:
         self._ahead = None
         self._set_host_state(state["host"])
         self._local_done = bool(state.get("done", False))
+        self._ended_at_partial = False
         if self._agreement is not None:
             self._agreement.restart()
 

@@ -6,7 +6,11 @@ rebatching or sharding: the dataset yields per-replica batches and the
 pipeline's replicas take consecutive elements. When the data runs out in the
 middle of a step the remaining replicas get empty pieces; a step with no
 data ends the iteration (scalar elements, which have no batch dimension to
-empty, end it at the last complete step, as in TensorFlow).
+empty, end it at the last complete step, as in TensorFlow). With batches of a
+static size (``drop_remainder=True``) on one process, ``next()`` ends the
+iteration at such a partial step instead, as TensorFlow's ``get_next`` does;
+``get_next_as_optional`` and a ``for`` loop inside ``tps.function`` still give
+it (``statically_shaped``; ``distributed._StepSource.tps_pull``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import jax
 import numpy as np
 
 from tpustrategy._src.context import contracts
+from tpustrategy._src.data.core.options import INFINITE_CARDINALITY
 from tpustrategy._src.input import device_prefetch, interfaces, split
 from tpustrategy._src.input.distributed import _check_not_in_replica, _StepSource
 from tpustrategy._src.input.input_context import (
@@ -98,6 +103,9 @@ class _FromFunctionIterator(_StepSource, interfaces.DistributedIterator):
         self._owner = owner
         self._hosts = [iter(ds) for ds in owner._datasets]
         super().__init__(owner._strategy, owner._options, coordinate=len(owner._contexts) == 1 and jax.process_count() > 1)
+        dataset = owner._datasets[0]
+        self._static_batches = (jax.process_count() == 1 and dataset.cardinality() != INFINITE_CARDINALITY
+                                and statically_shaped(dataset.element_spec))
 
     def _host_state(self) -> Any:
         return [h.get_state() for h in self._hosts]
@@ -131,7 +139,33 @@ class _FromFunctionIterator(_StepSource, interfaces.DistributedIterator):
                 raise StopIteration
             empty = split.empty_like_spec(self._owner._datasets[0].element_spec)
             pieces = [p if p is not _MISSING else empty for p in pieces]
+            self._step_partial = True
         return pieces, None
+
+
+def statically_shaped(element_spec: Any) -> bool:
+    """TensorFlow's ``input_lib._is_statically_shaped``: every dense component's shape is fully
+    known, and a ragged batch's batch dimension is. A ``sparse_batch`` result's batch dimension is
+    never known; a ``SparseTensor`` made by a map function carries no static shape here and does
+    not decide."""
+    from tpustrategy._src.data.core.structure import TensorSpec
+    from tpustrategy._src.data.transformations.ragged_batch import RaggedBatch
+    from tpustrategy._src.data.transformations.sparse_batch import SparseBatch
+    from tpustrategy._src.sparse.tensor import SparseTensor
+
+    def special(x: Any) -> bool:
+        return isinstance(x, (RaggedBatch, SparseBatch, SparseTensor))
+
+    for spec in jax.tree_util.tree_leaves(element_spec, is_leaf=lambda x: special(x) or isinstance(x, TensorSpec)):
+        if isinstance(spec, RaggedBatch):
+            if spec.row_lengths.shape[0] is None:
+                return False
+        elif isinstance(spec, SparseBatch):
+            return False
+        elif isinstance(spec, TensorSpec):
+            if spec.shape is None or any(d is None for d in spec.shape):
+                return False
+    return True
 
 
 _MISSING = object()

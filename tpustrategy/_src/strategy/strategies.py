@@ -18,6 +18,7 @@ from tpustrategy._src.strategy.base import Strategy
 from tpustrategy._src.strategy.communication import check_cross_device_ops
 from tpustrategy._src.strategy.extended import TPUStrategyExtended
 from tpustrategy._src.strategy.logical_devices import LogicalDevices
+from tpustrategy._src.strategy.run_arguments import check_tpu_run_arguments
 
 logger = logging.getLogger("tpustrategy")
 _logged_no_tpu = False
@@ -74,6 +75,11 @@ class TPUStrategy(LogicalDevices, Strategy):
     """
 
     _extended_type = TPUStrategyExtended  # one client drives every replica (TensorFlow's TPUExtended)
+
+    def _run(self, fn: Any, args: Any, kwargs: Any, options: Any) -> Any:
+        if callable(fn) and isinstance(args, (tuple, list)) and isinstance(kwargs, (dict, type(None))):
+            check_tpu_run_arguments(fn, args, kwargs or {})   # TensorFlow's TPUStrategy.run refusals
+        return super()._run(fn, args, kwargs, options)
 
     def __init__(self, tpu_cluster_resolver: Any = None, device_assignment: Any = None,
                  experimental_device_assignment: Any = None, experimental_spmd_xla_partitioning: bool = False):

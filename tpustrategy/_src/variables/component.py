@@ -59,11 +59,13 @@ class ReplicaComponent:
 
     @property
     def device(self) -> jax.Device | None:
-        """The replica's device (its first core when it has several)."""
-        value = self.read_value()
-        if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
-            return first_device(value)
-        return None
+        """The replica's device (its first core when it has several); also inside a trace."""
+        if frames.current() is None:
+            value = self.read_value()
+            if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
+                return first_device(value)
+        strategy = self._variable._strategy
+        return strategy.worker_devices[self._local_index] if strategy is not None else None
 
     def devices(self) -> set[jax.Device]:
         value = self.read_value()

@@ -12,6 +12,7 @@ device. Reads and writes inside compiled programs are functionalised
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -56,12 +57,16 @@ class _VariableMeta(type):
             name = kwargs.get("name", args[2] if len(args) > 2 else None)
             deposits = ctx.rendezvous.exchange(ctx.local_replica_id, "create_variable", (name, made))
             names = [n for n, _ in deposits]
-            if any(n != names[0] for n in names):
-                # TensorFlow: mirrored_variable_test.testNonMatchingVariableCreation.
+            canonical = [canonical_variable_name(n) for n in names]
+            mismatched = [r for r, c in enumerate(canonical) if c != canonical[0]]
+            if mismatched:
+                # TensorFlow: mirrored_variable_test.testNonMatchingVariableCreation (its first line).
                 raise RuntimeError(
-                    f"tps.Variable: the replicas created one variable under different names {names} "
-                    "(replica r's name is at position r); a variable created in a replica function "
-                    "is one mirrored variable, so every replica must give it the same name.\nFix: "
+                    f"Tried to create variable {names[mismatched[0]]} with mismatching name on device "
+                    f"{mismatched[0]}\n(tps.Variable: the replicas created one variable under different "
+                    f"names {names} (replica r's name is at position r); a variable created in a replica "
+                    "function is one mirrored variable, named by replica 0, so every replica must give it "
+                    "the same name up to TensorFlow's `_<digit>` suffixes.)\nFix: "
                     "pass the same `name` on every replica (not a per-replica value), or create the "
                     "variables under strategy.scope() before strategy.run."
                 )
@@ -80,6 +85,19 @@ class _VariableMeta(type):
                 updates.initialise_in_frame(var, frame, var._traced_init)
                 var._traced_init = None
         return var
+
+
+_UNIQUIFIED_SCOPE = re.compile(r"_\d/")
+_UNIQUIFIED_END = re.compile(r"_\d$")
+
+
+def canonical_variable_name(name: str | None) -> str:
+    """The name replicas must agree on when each creates "the same" variable in a replica
+    function: TensorFlow's ``shared_variable_creator`` rule (``None`` is ``"Variable"``; one
+    ``_<digit>`` before a ``/`` or at the end is dropped, so ``foo_0`` and ``foo_1`` agree)."""
+    if name is None:
+        return "Variable"
+    return _UNIQUIFIED_END.sub("", _UNIQUIFIED_SCOPE.sub("/", name))
 
 
 def _initial_value(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -316,10 +334,25 @@ class Variable(StoredValue, metaclass=_VariableMeta):
         """One array per local replica (``experimental_local_results``)."""
         if self._kind == PLAIN:
             return (self._value,)
-        value = self._value
-        n = strategy_of(self).num_replicas_in_sync
+        strategy = strategy_of(self)
+        n = strategy.num_replicas_in_sync
+        local = range(strategy.first_local_replica, strategy.first_local_replica + len(strategy.worker_devices))
+        frame = frames.current()
+        if frame is not None:
+            # In a trace the components are the frame's current value, not the stored one
+            # (a stored value would be baked into the program as a constant). In a replica
+            # function a sync-on-read component is another replica's copy: gathered.
+            if frame.level == "replica":
+                mine = frame.read(self, self._shape)
+                if self._kind != SYNC_ON_READ:
+                    return (mine,) * len(local)
+                gathered = jax.lax.all_gather(mine, REPLICA_AXIS)
+                return tuple(gathered[i] for i in local)
+            value = frames.global_value(self)
+        else:
+            value = self._value
         if isinstance(value, jax.core.Tracer):
-            return tuple(value[i] for i in range(n)) if self._kind == SYNC_ON_READ else (value,) * n
+            return tuple(value[i] for i in local) if self._kind == SYNC_ON_READ else (value,) * len(local)
         from tpustrategy._src.values.distributed import Mirrored, PerReplica
 
         components: tuple[jax.Array, ...]
@@ -335,8 +368,9 @@ class Variable(StoredValue, metaclass=_VariableMeta):
         ``device``, ``read_value`` and ``assign*``; ``(value,)`` for a plain variable."""
         if self._kind == PLAIN:
             return (self._value,)
-        offset = strategy_of(self).first_local_replica
-        count = len(self._local_components())
+        strategy = strategy_of(self)
+        offset = strategy.first_local_replica
+        count = len(strategy.worker_devices)
         return tuple(ReplicaComponent(self, i, offset + i) for i in range(count))
 
     @property
