@@ -29,7 +29,6 @@ from tpustrategy._src.jax_shims import array_protocol
 from tpustrategy._src.types import Shape
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 from tpustrategy._src.variables import arguments, copying, frames, ids, operators, sparse, updates
-from tpustrategy._src.variables.store import StoredValue
 from tpustrategy._src.variables.component import ReplicaComponent
 from tpustrategy._src.variables.enums import (
     VariableAggregation,
@@ -45,6 +44,7 @@ from tpustrategy._src.variables.state import (
     first_device,
     strategy_of,
 )
+from tpustrategy._src.variables.store import StoredValue
 
 
 class _VariableMeta(type):
