@@ -390,7 +390,7 @@ class DistributedDataset(interfaces.DistributedDataset):
             static = -(-(plan.global_batch or b) // n)
             padded = [split.pad_piece(p, static) for p in pieces]
             return [(p, m) for p, m in padded], None
-        whole = element if len(set(sizes)) == 1 else None
+        whole = element if len(set(sizes)) == 1 and not split.has_sparse(element) else None
         return pieces, whole
 
     # Public surface ---------------------------------------------------------------------------
