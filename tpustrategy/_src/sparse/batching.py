@@ -27,7 +27,7 @@ def is_sparse(x: Any) -> bool:
     return isinstance(x, SparseTensor) or (isinstance(x, tuple) and getattr(type(x), "_fields", None) == _FIELDS)
 
 
-def _arrays(st: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _coo_parts(st: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     indices = np.asarray(st.indices, dtype=np.int64)
     shape = np.asarray(st.dense_shape, dtype=np.int64).reshape(-1)
     values = np.asarray(st.values)
@@ -45,7 +45,7 @@ def batch_sparse(elements: Sequence[Any], api: str = "Dataset.batch", path: str 
     Raises:
       InvalidArgumentError: the elements' ranks differ.
     """
-    parts = [_arrays(e) for e in elements]
+    parts = [_coo_parts(e) for e in elements]
     rank = parts[0][2].size
     for i, (_, _, shape) in enumerate(parts):
         if shape.size != rank:
@@ -63,7 +63,7 @@ def batch_sparse(elements: Sequence[Any], api: str = "Dataset.batch", path: str 
 
 def concat_sparse_batches(parts: Sequence[Any]) -> Any:
     """Batched sparse values joined along the batch dimension (rows of later parts shifted)."""
-    arrays = [_arrays(p) for p in parts]
+    arrays = [_coo_parts(p) for p in parts]
     offsets = np.cumsum([0] + [int(s[0]) for _, _, s in arrays])
     indices = np.concatenate([idx + np.eye(1, idx.shape[1], dtype=np.int64) * off
                               for (idx, _, _), off in zip(arrays, offsets)])
@@ -80,7 +80,7 @@ def batch_rows(st: Any) -> int:
 
 def slice_rows(st: Any, start: int, stop: int) -> Any:
     """Rows ``start:stop`` of a batched sparse value, re-based to 0 (dense shape ``[stop - start, ...]``)."""
-    indices, values, shape = _arrays(st)
+    indices, values, shape = _coo_parts(st)
     keep = (indices[:, 0] >= start) & (indices[:, 0] < stop)
     picked = indices[keep].copy()
     picked[:, 0] -= start
@@ -95,13 +95,13 @@ def split_rows(st: Any, sizes: Sequence[int]) -> list[Any]:
 
 def with_rows(st: Any, rows: int) -> Any:
     """The same entries with the batch dimension set to ``rows`` (a piece padded with empty rows)."""
-    indices, values, shape = _arrays(st)
+    indices, values, shape = _coo_parts(st)
     return type(st)(indices, values, np.concatenate([[rows], shape[1:]]).astype(np.int64))
 
 
 def unbatch_rows(st: Any, start: int, stop: int) -> list[Any]:
     """Elements ``start:stop`` of a batched sparse value, each without the batch dimension."""
-    indices, values, shape = _arrays(st)
+    indices, values, shape = _coo_parts(st)
     out = []
     for row in range(start, stop):
         keep = indices[:, 0] == row
