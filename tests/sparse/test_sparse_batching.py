@@ -96,3 +96,8 @@ def test_concat_sparse_batches_shifts_rows_and_takes_the_max_inner_shape():
     b = ST(np.array([[0, 3]], np.int64), np.array([7], np.int32), np.array([1, 4], np.int64))
     joined = concat_sparse_batches([a, b])
     assert _as_lists(joined) == ([[0, 1], [1, 0], [2, 3]], [5, 6, 7], [3, 4])
+
+
+def test_padded_batch_of_sparse_components_raises_tensorflows_type_error():
+    with pytest.raises(TypeError, match="Batching of padded sparse tensors is not currently supported"):
+        _dataset().padded_batch(2)
