@@ -82,3 +82,12 @@ def test_pad_piece_and_empty_spec_of_a_sparse_component():
     empty = split.empty_like_spec(spec)
     assert np.asarray(empty.indices).shape == (0, 3) and np.asarray(empty.dense_shape).tolist() == [0, 0, 0]
     assert split.batch_size_of(split.leaves_with_paths({"s": st, "d": np.zeros((1, 5))}), "api", 2) == 1
+
+
+def test_leading_of_a_sparse_piece_is_its_row_count():
+    from tpustrategy._src.input.distributed import _leading
+
+    st = tps.sparse.SparseTensor(np.array([[0, 0], [0, 1], [2, 0]], np.int64), np.ones(3, np.float32),
+                                 np.array([4, 2], np.int64))
+    assert _leading(st) == 4
+    assert _leading({"a": st}) == 4

@@ -36,8 +36,10 @@ NEXT_IN_REPLICA_ERROR = (
 
 
 def _leading(piece: Any) -> int:
-    """A piece's batch size (its first leaf's leading dimension; -1 for scalars)."""
-    leaves = jax.tree_util.tree_leaves(piece)
+    """A piece's batch size (its first leaf's leading dimension, a sparse value's rows; -1 for scalars)."""
+    leaves = jax.tree_util.tree_leaves(piece, is_leaf=split.is_sparse)
+    if leaves and split.is_sparse(leaves[0]):
+        return split.batch_rows(leaves[0])
     shape = np.shape(leaves[0]) if leaves and not isinstance(leaves[0], bytes) else ()
     return int(shape[0]) if shape else -1
 
