@@ -13,8 +13,8 @@ from tpustrategy._src.data.core.structure import (
     flatten,
     has_sparse,
     is_structure,
-    unbatch_spec,
     slice_leading,
+    unbatch_spec,
     unflatten_as,
     unstack,
 )
