@@ -9,9 +9,10 @@ the iteration: ``get_next`` with static batch shapes) and 310 without; the ``for
 gives 200 with ``drop_remainder=True`` except inside a function over
 ``distribute_datasets_from_function``'s batches (TensorFlow's loop in a function takes
 ``get_next_as_optional``, which gives the last, partial step: 310).
-TensorFlow's sparse leaf is left out: ``experimental_distribute_dataset`` cannot split a
-``sparse_batch`` across replicas yet (a ``ValueError`` naming the leaves), and a dataset
-cannot batch ``SparseTensor`` elements with ``drop_remainder``.
+The sparse leaf is TensorFlow's ``ragged_tensor.to_sparse()`` rows: each element a
+``tps.sparse.SparseTensor`` of dense shape ``[3]``, batched by ``Dataset.batch`` and split
+across replicas into per-replica ``SparseTensor`` values (6 entries each on the first step,
+equal to the dense leaf when densified), summed through ``x.values`` as TensorFlow does.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ import tpustrategy.data as tpsd
 pytestmark = pytest.mark.devices(2)
 
 GLOBAL_BATCH = 8
-KEYS = ("dense", "ragged")
+KEYS = ("dense", "ragged", "sparse")
+
+
+def _to_sparse(row):
+    # RaggedTensor.to_sparse() of one row of the ragged leaf: its entries, dense shape [3].
+    row = np.asarray(row)
+    return tps.sparse.SparseTensor(np.arange(len(row), dtype=np.int64)[:, None], row, np.array([3], np.int64))
 
 
 def _dataset_fn(drop_remainder):
@@ -40,7 +47,8 @@ def _dataset_fn(drop_remainder):
         rows = rows.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
         dense = rows.padded_batch(batch_size, padded_shapes=[3], drop_remainder=drop_remainder)
         ragged = rows.ragged_batch(batch_size, drop_remainder=drop_remainder)
-        return tpsd.Dataset.zip({"dense": dense, "ragged": ragged})
+        sparse = rows.map(_to_sparse).batch(batch_size, drop_remainder=drop_remainder)
+        return tpsd.Dataset.zip({"dense": dense, "ragged": ragged, "sparse": sparse})
     return fn
 
 
@@ -69,6 +77,11 @@ def test_ragged_sparse(input_type, drop_remainder, defun_type):
     for i, r in enumerate(strategy.experimental_local_results(first["ragged"])):
         assert int(np.sum(np.asarray(r.row_lengths))) == 6
         assert np.asarray(r.values).tolist() == dense[i].tolist()
+    for i, sp in enumerate(strategy.experimental_local_results(first["sparse"])):
+        assert len(np.asarray(sp.indices)) == 6
+        densified = tps.sparse.to_dense(tps.sparse.SparseTensor(
+            np.asarray(sp.indices), np.asarray(sp.values), np.asarray(sp.dense_shape)))
+        assert densified.tolist() == dense[i].tolist()
 
     def _reduce(state, batch):
         sums = _sum_batch(strategy, batch)

@@ -36,8 +36,10 @@ NEXT_IN_REPLICA_ERROR = (
 
 
 def _leading(piece: Any) -> int:
-    """A piece's batch size (its first leaf's leading dimension; -1 for scalars)."""
-    leaves = jax.tree_util.tree_leaves(piece)
+    """A piece's batch size (its first leaf's leading dimension, a sparse value's rows; -1 for scalars)."""
+    leaves = jax.tree_util.tree_leaves(piece, is_leaf=split.is_sparse)
+    if leaves and split.is_sparse(leaves[0]):
+        return split.batch_rows(leaves[0])
     shape = np.shape(leaves[0]) if leaves and not isinstance(leaves[0], bytes) else ()
     return int(shape[0]) if shape else -1
 
@@ -390,7 +392,7 @@ class DistributedDataset(interfaces.DistributedDataset):
             static = -(-(plan.global_batch or b) // n)
             padded = [split.pad_piece(p, static) for p in pieces]
             return [(p, m) for p, m in padded], None
-        whole = element if len(set(sizes)) == 1 else None
+        whole = element if len(set(sizes)) == 1 and not split.has_sparse(element) else None
         return pieces, whole
 
     # Public surface ---------------------------------------------------------------------------

@@ -19,6 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from tpustrategy._src.sparse.batching import (
+    batch_rows,
+    batch_sparse,
+    concat_sparse_batches,
+    is_sparse,
+    slice_rows,
+    unbatch_rows,
+)
+
 OBJECT = np.dtype(object)
 
 _DTYPE_NAMES = {"string": OBJECT, "str": OBJECT, "bytes": OBJECT, "object": OBJECT}
@@ -341,8 +350,15 @@ def _raise_mixed(leaves: Sequence[Any], api: str, path: str) -> None:
 
 
 def stack(elements: Sequence[Any], api: str) -> Any:
-    """Stacks a list of elements (all nesting the same way) into one batch."""
+    """Stacks a list of elements (all nesting the same way) into one batch.
+
+    A `SparseTensor` component is batched as TensorFlow batches one: each element's index
+    rows get its position in the batch prepended, and the dense shape is ``[batch, max of
+    each dimension]``.
+    """
     first = elements[0]
+    if is_sparse(first):
+        return batch_sparse(elements, api)
     if not is_structure(first):
         return stack_leaves(elements, api)
     paths = flatten_with_paths(first)
@@ -355,17 +371,89 @@ def stack(elements: Sequence[Any], api: str) -> Any:
                 f"{_describe(elements[i])} vs {_describe(first)}.\n"
                 "Fix: make every element of the dataset nest the same way."
             )
+    if has_sparse(first):
+        return _stack_nodes(elements, api, "")
     stacked = [stack_leaves([c[j] for c in columns], api, paths[j][0]) for j in range(n)]
     return unflatten_as(first, stacked)
+
+
+def has_sparse(x: Any) -> bool:
+    if is_sparse(x):
+        return True
+    if isinstance(x, tuple):
+        return any(has_sparse(v) for v in x)
+    if isinstance(x, dict):
+        return any(has_sparse(v) for v in x.values())
+    return False
+
+
+def _stack_nodes(elements: Sequence[Any], api: str, path: str) -> Any:
+    first = elements[0]
+    if is_sparse(first):
+        return batch_sparse(elements, api, path)
+    if isinstance(first, tuple):
+        vals = [_stack_nodes([e[i] for e in elements], api, f"{path}[{i}]") for i in range(len(first))]
+        return type(first)(*vals) if is_namedtuple(first) else tuple(vals)
+    if isinstance(first, dict):
+        new = {k: _stack_nodes([e[k] for e in elements], api, f"{path}[{k!r}]") for k in sorted(first)}
+        return type(first)((k, new[k]) for k in first) if type(first) is not dict else {k: new[k] for k in first}
+    return stack_leaves(elements, api, path)
+
+
+def _map_nodes(fn: Callable[..., Any], sparse_fn: Callable[..., Any], first: Any, *rest: Any) -> Any:
+    """``fn`` on every leaf and ``sparse_fn`` on every sparse value (kept whole) of ``first`` and ``rest``."""
+    if is_sparse(first):
+        return sparse_fn(first, *rest)
+    if isinstance(first, tuple):
+        vals = [_map_nodes(fn, sparse_fn, *(x[i] for x in (first, *rest))) for i in range(len(first))]
+        return type(first)(*vals) if is_namedtuple(first) else tuple(vals)
+    if isinstance(first, dict):
+        new = {k: _map_nodes(fn, sparse_fn, *(x[k] for x in (first, *rest))) for k in sorted(first)}
+        return type(first)((k, new[k]) for k in first) if type(first) is not dict else {k: new[k] for k in first}
+    return fn(first, *rest)
+
+
+def _sparse_spec(spec: Any, rank: int | None) -> Any:
+    values = spec.values
+    return type(spec)(TensorSpec((None, rank), np.int64), TensorSpec((None,), values.dtype),
+                      TensorSpec((rank,), np.int64))
+
+
+def batch_spec(spec: Any, size: int | None) -> Any:
+    """The spec of a batch of elements of ``spec`` (a sparse component gains one dimension)."""
+    def sparse(st: Any) -> Any:
+        rank = st.dense_shape.shape[0] if isinstance(st.dense_shape, TensorSpec) else None
+        return _sparse_spec(st, None if rank is None else rank + 1)
+    return _map_nodes(lambda s: s._batch(size), sparse, spec)
+
+
+def unbatch_spec(spec: Any) -> Any:
+    """The spec of one element of a batch of ``spec`` (a sparse component loses one dimension)."""
+    def sparse(st: Any) -> Any:
+        rank = st.dense_shape.shape[0] if isinstance(st.dense_shape, TensorSpec) else None
+        return _sparse_spec(st, None if rank is None else rank - 1)
+    return _map_nodes(lambda s: s._unbatch(), sparse, spec)
 
 
 def _describe(x: Any) -> str:
     return repr(map_structure(lambda leaf: type(leaf).__name__, x))
 
 
+def _sparse_or_leaves(x: Any) -> list[Any]:
+    """The leaves of ``x``, a sparse value counting as one."""
+    if is_sparse(x):
+        return [x]
+    if isinstance(x, tuple):
+        return [leaf for v in x for leaf in _sparse_or_leaves(v)]
+    if isinstance(x, dict):
+        return [leaf for k in sorted(x) for leaf in _sparse_or_leaves(x[k])]
+    return [x]
+
+
 def batch_size_of(batched: Any, api: str) -> int:
-    """The common leading dimension of every leaf of a batched element."""
-    sizes = {len(leaf) if isinstance(leaf, (np.ndarray, list)) else -1 for leaf in flatten(batched)}
+    """The common leading dimension of every leaf of a batched element (a sparse value's ``dense_shape[0]``)."""
+    sizes = {batch_rows(leaf) if is_sparse(leaf) else len(leaf) if isinstance(leaf, (np.ndarray, list)) else -1
+             for leaf in _sparse_or_leaves(batched)}
     if len(sizes) != 1 or -1 in sizes:
         raise ValueError(
             f"{api}: input element components must all have the same leading dimension; "
@@ -380,16 +468,22 @@ def slice_leading(batched: Any, start: int, stop: int) -> Any:
     """Rows ``start:stop`` of every leaf of a batched element."""
     if not is_structure(batched):
         return batched[start:stop]
-    return map_structure(lambda leaf: leaf[start:stop], batched)
+    return _map_nodes(lambda leaf: leaf[start:stop], lambda st: slice_rows(st, start, stop), batched)
 
 
 def unstack(batched: Any, start: int, stop: int) -> list[Any]:
     """Elements ``start:stop`` of a batch, as a list of unbatched elements."""
+    if is_sparse(batched):
+        return unbatch_rows(batched, start, stop)
     if not is_structure(batched):
         part = batched[start:stop]
         if part.dtype == OBJECT and part.ndim == 1:
             return part.tolist()
         return list(part)
+    if has_sparse(batched):
+        leaves = _sparse_or_leaves(batched)
+        cols = [unbatch_rows(leaf, start, stop) if is_sparse(leaf) else unstack(leaf, start, stop) for leaf in leaves]
+        return [_unflatten_sparse(batched, iter(row)) for row in zip(*cols)]
     leaves = flatten(batched)
     cols = []
     for leaf in leaves:
@@ -398,11 +492,23 @@ def unstack(batched: Any, start: int, stop: int) -> list[Any]:
     return [unflatten_as(batched, row) for row in zip(*cols)]
 
 
+def _unflatten_sparse(t: Any, it: Any) -> Any:
+    if is_sparse(t):
+        return next(it)
+    if isinstance(t, tuple):
+        vals = [_unflatten_sparse(v, it) for v in t]
+        return type(t)(*vals) if is_namedtuple(t) else tuple(vals)
+    if isinstance(t, dict):
+        new = {k: _unflatten_sparse(t[k], it) for k in sorted(t)}
+        return type(t)((k, new[k]) for k in t) if type(t) is not dict else {k: new[k] for k in t}
+    return next(it)
+
+
 def concat_batches(parts: Sequence[Any]) -> Any:
     """Concatenates batched elements along the leading dimension."""
     if len(parts) == 1:
         return parts[0]
-    return map_structure(lambda *xs: np.concatenate(xs), *parts)
+    return _map_nodes(lambda *xs: np.concatenate(xs), lambda *sts: concat_sparse_batches(sts), *parts)
 
 
 def element_equal(a: Any, b: Any) -> bool:

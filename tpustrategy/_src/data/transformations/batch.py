@@ -15,7 +15,7 @@ from tpustrategy._src.data.core.args import as_bool, int_or_none
 from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check_state, pull_batch
 from tpustrategy._src.data.core.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
-from tpustrategy._src.data.core.structure import map_structure
+from tpustrategy._src.data.core.structure import batch_spec
 from tpustrategy._src.data.parallel.threads import BackgroundIterator, resolve_parallelism
 from tpustrategy._src.data.transformations.map import MapDataset, check_deterministic
 
@@ -80,7 +80,7 @@ class BatchDataset(Dataset):
         if spec is None:
             return None
         size = self.batch_size if self.drop_remainder else None
-        return map_structure(lambda s: s._batch(size), spec)
+        return batch_spec(spec, size)
 
     def _compute_cardinality(self) -> int:
         return batched_cardinality(self.inputs[0].cardinality(), self.batch_size, self.drop_remainder)

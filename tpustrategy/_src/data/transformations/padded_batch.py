@@ -19,6 +19,7 @@ from tpustrategy._src.data.core.structure import (
     TensorSpec,
     flatten,
     flatten_with_paths,
+    has_sparse,
     is_structure,
     map_structure,
     same_structure,
@@ -91,6 +92,13 @@ class PaddedBatchDataset(Dataset):
 
     def __init__(self, input_dataset: Dataset, batch_size: int, padded_shapes: Any, padding_values: Any, drop_remainder: bool):
         super().__init__((input_dataset,))
+        spec = input_dataset._static_spec()
+        if spec is not None and has_sparse(spec):
+            raise TypeError(
+                "Batching of padded sparse tensors is not currently supported\n"
+                f"({_API}: the elements hold a SparseTensor component: {spec!r}. Fix: batch them with "
+                "batch(...) (a batched SparseTensor needs no padding), or densify them first with "
+                "map(tps.sparse.to_dense).)")
         self.batch_size = check_batch_size(batch_size, _API)
         self.drop_remainder = check_bool(drop_remainder, _API, "drop_remainder")
         self.padded_shapes = padded_shapes

@@ -11,9 +11,10 @@ from tpustrategy._src.data.core.options import INFINITE_CARDINALITY, UNKNOWN_CAR
 from tpustrategy._src.data.core.structure import (
     batch_size_of,
     flatten,
+    has_sparse,
     is_structure,
-    map_structure,
     slice_leading,
+    unbatch_spec,
     unflatten_as,
     unstack,
 )
@@ -36,7 +37,7 @@ class UnbatchDataset(Dataset):
 
     def _compute_spec(self, input_spec: Callable[[Dataset], Any]) -> Any:
         spec = input_spec(self.inputs[0])
-        return None if spec is None else map_structure(lambda s: s._unbatch(), spec)
+        return None if spec is None else unbatch_spec(spec)
 
     def _known_batch_size(self) -> int | None:
         spec = self.inputs[0]._static_spec()
@@ -64,6 +65,7 @@ class _UnbatchIterator(NodeIterator):
         self._n = 0
         self._pos = 0
         self._batch_state: Any = None
+        self._sparse = False
 
     def _load(self) -> bool:
         while True:
@@ -77,6 +79,7 @@ class _UnbatchIterator(NodeIterator):
             self._batch_state = state
             self._batch, self._n, self._pos = batch, n, 0
             self._leaves = flatten(batch)
+            self._sparse = has_sparse(batch)
             if n:
                 return True
 
@@ -85,6 +88,8 @@ class _UnbatchIterator(NodeIterator):
             raise StopIteration
         i = self._pos
         self._pos = i + 1
+        if self._sparse:
+            return unstack(self._batch, i, i + 1)[0]
         if not is_structure(self._batch):
             return self._batch[i]
         return unflatten_as(self._batch, [leaf[i] for leaf in self._leaves])
