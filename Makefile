@@ -47,11 +47,11 @@ test:
 
 test-py311: $(VENV)/.installed-test
 	@$(PY) $(LEG)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 test-py312: $(VENV312)/.installed-test
 	@$(PY312) $(LEG)
-	$(PY312) -m pytest -q tests
+	$(PY312) -m pytest -q --durations=15 tests
 
 # One device, one replica (a one-GPU user, a laptop): the packages a single-device program
 # touches; tests that need several devices are skipped by their devices(n) marker.
