@@ -456,7 +456,7 @@ def test_the_map_of_data_modules_before_the_subpackages_is_exact():
     missing = sorted(set(module_paths.MOVED.values()) - now)
     assert not missing, f"MOVED names modules that are gone: {missing}"
     new_since = {"core.module_paths", "parsing.wire", "parsing._batch_scan", "transformations.dummy_element",
-                 "core.binding", "parallel.processes", "parallel.channel", "parallel.sendable",
+                 "core.binding", "parallel.processes", "parallel.parking", "parallel.channel", "parallel.sendable",
                  "transformations.parallel_map", "transformations.calling", "parsing._batch_walk",
                  "parsing._batch_templates", "parsing.dtypes", "parsing.feature_kinds", "parsing.composite",
                  "parsing.sequence_example", "parsing._sequence_walk", "transformations.map_batch"}

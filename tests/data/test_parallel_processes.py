@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.parallel import processes
+from tpustrategy._src.data.parallel import parking, processes
 
 Dataset = tpsd.Dataset
 pytestmark = [
@@ -67,7 +67,7 @@ def no_process_left_behind():
     before = children()
     yield
     gc.collect()
-    processes.close_parked_pools()  # parked pools wait PARK_S for the next iterator; only they may be left
+    parking.close_parked_pools()  # parked pools wait PARK_S for the next iterator; only they may be left
     assert wait_for(lambda: not (children() - before)), f"worker processes left behind: {children() - before}"
 
 
@@ -333,7 +333,7 @@ def test_normal_end_and_a_crash_leave_no_worker():
     ds = processes_on(Dataset.range(30).map(add_one, num_parallel_calls=2))
     it = iter(ds)
     assert len(list(it)) == 30
-    processes.close_parked_pools()  # the idle pool waits PARK_S for a next iterator, parked (not leaked)
+    parking.close_parked_pools()  # the idle pool waits PARK_S for a next iterator, parked (not leaked)
     assert wait_for(lambda: children() == before)  # the pool stops at the end, not at garbage collection
     it = iter(processes_on(Dataset.range(30).map(exit_at_7, num_parallel_calls=2)))
     with pytest.raises(processes.WorkerCrashedError):

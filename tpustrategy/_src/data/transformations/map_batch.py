@@ -33,7 +33,7 @@ from typing import Any
 
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state, pull
 from tpustrategy._src.data.core.structure import stack
-from tpustrategy._src.data.parallel import processes
+from tpustrategy._src.data.parallel import parking, processes
 from tpustrategy._src.data.parallel.threads import cpu_count
 from tpustrategy._src.data.transformations.calling import call_map_fn
 from tpustrategy._src.data.transformations.parallel_map import ParallelMapIterator
@@ -217,7 +217,7 @@ class MapBatchIterator(NodeIterator):
         if payload is None:  # warned: the unfused thread pipeline goes on from here
             self._delegate_at_boundary()
             return
-        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
+        pool = parking.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._pool = pool
             self._pool_finalizer = weakref.finalize(self, pool.close)
@@ -272,7 +272,7 @@ class MapBatchIterator(NodeIterator):
         self._pool = None
         self._pool_finalizer.detach()
         self._pool_finalizer = None
-        processes.park_pool(pool)
+        parking.park_pool(pool)
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state
-from tpustrategy._src.data.parallel import processes
+from tpustrategy._src.data.parallel import parking, processes
 from tpustrategy._src.data.parallel.threads import (
     ChunkConsumer,
     ElementError,
@@ -215,7 +215,7 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         payload = self._task() if self._task is not None else None
         if payload is None:
             return False
-        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
+        pool = parking.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._runner = processes.ProcessMapRunner(pool, self._it, chunk)
             self._pool_finalizer = weakref.finalize(self, pool.close)
@@ -248,7 +248,7 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         self._runner = None
         self._pool_finalizer.detach()
         self._pool_finalizer = None
-        processes.park_pool(pool)
+        parking.park_pool(pool)
 
     def _stop(self) -> None:
         sh = self._sh
@@ -262,7 +262,7 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         if payload is None:
             self._mode, sh.switch = "off", False
             return
-        pool = processes.adopt_pool(payload, self._workers, self._intra_op)
+        pool = parking.adopt_pool(payload, self._workers, self._intra_op)
         if pool is not None:
             self._pool_finalizer = weakref.finalize(self, pool.close)
             with sh.cond:
