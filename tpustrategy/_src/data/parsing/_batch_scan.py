@@ -236,6 +236,24 @@ def _single_fields(buf: np.ndarray, starts: np.ndarray,
     return msg, tag, vs, ve
 
 
+def _feature_kinds(buf: np.ndarray, starts: np.ndarray,
+                   ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kind field of ``Feature`` messages (1 bytes_list, 2 float_list, 3 int64_list, or none):
+    ``(msg, num, vs, ve)`` per kind field found; `_Bail` on anything protobuf would resolve otherwise."""
+    one = _single_fields(buf, starts, ends)
+    if one is not None:
+        msg, tag, vs, ve = one
+        if ((tag != 0x0A) & (tag != 0x12) & (tag != 0x1A)).any():
+            raise _Bail
+        return msg, tag.astype(np.int64) >> 3, vs, ve
+    feat = scan_fields(buf, starts, ends)
+    if (feat.wt != 2).any() or ((feat.num < 1) | (feat.num > 3)).any():
+        raise _Bail
+    if feat.msg.size > 1 and (feat.msg[1:] == feat.msg[:-1]).any():
+        raise _Bail  # two kinds: protobuf keeps the last
+    return feat.msg, feat.num, feat.vs, feat.ve
+
+
 def _any_field(buf: np.ndarray, pos: np.ndarray,
                end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One field per message, of any wire type but groups: (tag, value start, value end)."""
@@ -391,19 +409,7 @@ def _parse_joined(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str
     # Feature messages: one kind field (1 bytes_list, 2 float_list, 3 int64_list) or none.
     feat_s = np.concatenate([f[1] for f in found])
     feat_e = np.concatenate([f[2] for f in found])
-    one = _single_fields(buf, feat_s, feat_e)
-    if one is not None:
-        feat_msg, tag, list_vs, list_ve = one
-        if ((tag != 0x0A) & (tag != 0x12) & (tag != 0x1A)).any():
-            raise _Bail
-        feat_num = tag.astype(np.int64) >> 3
-    else:
-        feat = scan_fields(buf, feat_s, feat_e)
-        if (feat.wt != 2).any() or ((feat.num < 1) | (feat.num > 3)).any():
-            raise _Bail
-        if feat.msg.size > 1 and (feat.msg[1:] == feat.msg[:-1]).any():
-            raise _Bail  # two kinds: protobuf keeps the last
-        feat_msg, feat_num, list_vs, list_ve = feat.msg, feat.num, feat.vs, feat.ve
+    feat_msg, feat_num, list_vs, list_ve = _feature_kinds(buf, feat_s, feat_e)
     kind = np.zeros(bounds[-1], np.int64)
     kind[feat_msg] = feat_num
     list_s = np.zeros(bounds[-1], np.int64)

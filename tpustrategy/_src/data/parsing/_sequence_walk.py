@@ -27,6 +27,7 @@ from tpustrategy._src.data.parsing._batch_scan import (
     _STEP_ASIDE,
     _canonical_entries,
     _check_utf8_keys,
+    _feature_kinds,
     _general_entries,
     _join,
     _ranges,
@@ -123,19 +124,7 @@ def _walk(batch: list[bytes], keys: dict[str, np.dtype]) -> tuple[list[bytes], d
     list_bounds = np.cumsum([0] + [f[0].size for f in found])
     step_msg, fs, fe = _spans(buf, np.concatenate([f[1] for f in found]), np.concatenate([f[2] for f in found]))
     # Each step's Feature: one kind field (1 bytes, 2 float, 3 int64) or none.
-    one = _single_fields(buf, fs, fe)
-    if one is not None:
-        feat_msg, tag, vs, ve = one
-        if ((tag != 0x0A) & (tag != 0x12) & (tag != 0x1A)).any():
-            raise _Bail
-        feat_num = tag.astype(np.int64) >> 3
-    else:
-        feat = scan_fields(buf, fs, fe)
-        if (feat.wt != 2).any() or ((feat.num < 1) | (feat.num > 3)).any():
-            raise _Bail
-        if feat.msg.size > 1 and (feat.msg[1:] == feat.msg[:-1]).any():
-            raise _Bail  # two kinds: protobuf keeps the last
-        feat_msg, feat_num, vs, ve = feat.msg, feat.num, feat.vs, feat.ve
+    feat_msg, feat_num, vs, ve = _feature_kinds(buf, fs, fe)
     step_bounds = np.searchsorted(step_msg, list_bounds)
     feat_bounds = np.searchsorted(feat_msg, step_bounds)
     out: dict[str, Any] = {}
