@@ -23,6 +23,7 @@ from tpustrategy._src.data.parsing._batch_walk import (
     _Bail,
     _object_array,
     _varint,
+    record_entries,
 )
 from tpustrategy._src.data.parsing._example_layout import _decode_varints as _decode_fixed_varints
 
@@ -121,29 +122,8 @@ def _layout(rec: bytes, index: dict[bytes, int],
     cont_cols: list[np.ndarray] = []
     plans: list[Any] = [None] * len(kinds)
     if end:
-        if rec[0] != 0x0A:
-            raise _Bail
-        length, i = _varint(rec, 1)
-        if i + length != end:
-            raise _Bail
         seen = 0
-        while i < end:
-            if rec[i] != 0x0A:
-                raise _Bail
-            length, es = _varint(rec, i + 1)
-            i = es + length
-            if i > end or rec[es] != 0x0A:
-                raise _Bail
-            klen, ks = _varint(rec, es + 1)
-            ke = ks + klen
-            if ke >= i or rec[ke] != 0x12:
-                raise _Bail
-            key = rec[ks:ke]
-            if not key.isascii():
-                key.decode("utf-8")
-            length, vs = _varint(rec, ke + 1)
-            if vs + length != i:
-                raise _Bail
+        for key, vs, i in record_entries(rec):
             j = index.get(key)
             if j is None:
                 values[vs:i] = True  # an unrequested feature: its contents are not looked at

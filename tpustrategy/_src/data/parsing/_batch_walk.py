@@ -58,13 +58,11 @@ def _decode_varints(data: np.ndarray, seg_len: np.ndarray, seg_rec: np.ndarray,
     counts = np.bincount(seg_rec, weights=per_seg, minlength=n).astype(np.int64)
     return values.view(np.int64), counts
 
-def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[Any]:
-    """Per requested feature of one record: None (missing) or the list of its field payloads
-    (each bytes value, or each packed run of numbers), found by a Python walk."""
-    found: list[Any] = [None] * len(kinds)
+def record_entries(rec: bytes) -> Any:
+    """Yields ``(key, value_start, value_end)`` for each feature-map entry of one non-empty
+    serialized Example, in wire order; `_Bail` unless the record is one ``features`` field of
+    canonical map entries (key field, then a ``Feature`` field) with UTF-8 keys."""
     end = len(rec)
-    if not end:
-        return found
     if rec[0] != 0x0A:
         raise _Bail
     length, i = _varint(rec, 1)
@@ -87,6 +85,17 @@ def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[
         length, vs = _varint(rec, ke + 1)
         if vs + length != i:
             raise _Bail
+        yield key, vs, i
+
+
+def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[Any]:
+    """Per requested feature of one record: None (missing) or the list of its field payloads
+    (each bytes value, or each packed run of numbers), found by a Python walk."""
+    found: list[Any] = [None] * len(kinds)
+    end = len(rec)
+    if not end:
+        return found
+    for key, vs, i in record_entries(rec):
         j = index.get(key)
         if j is None:
             continue
