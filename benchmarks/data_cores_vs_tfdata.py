@@ -43,6 +43,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import tpustrategy as tps  # noqa: E402
 import tpustrategy.data as tpsd  # noqa: E402
 
+sys.path.insert(0, HERE)
+from _tf_side import TFSide  # noqa: E402
+
 D = tpsd.Dataset
 CASES = ("images_per_example", "images_batched", "numeric_per_example", "numeric_batched")
 N_FILES, N_RECORDS, BATCH = 16, 60_000, 256
@@ -100,32 +103,6 @@ def write_data(root: str) -> None:
                     w.write(tpsd.make_example(feats).SerializeToString())
 
 
-class TFSide:
-    def __init__(self, python: str):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-        self._p = subprocess.Popen([python, os.path.join(HERE, "_tf_data_worker.py")], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True, env=env)
-
-    def run(self, case: str, root: str) -> tuple[int, float]:
-        assert self._p.stdin is not None and self._p.stdout is not None
-        self._p.stdin.write(json.dumps({"case": case, "n": 0, "dir": root}) + "\n")
-        self._p.stdin.flush()
-        line = self._p.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the tf.data worker exited (status {self._p.wait()}) during {case!r}")
-        out = json.loads(line)
-        return int(out["elements"]), float(out["seconds"])
-
-    def close(self) -> None:
-        if self._p.poll() is None and self._p.stdin is not None:
-            self._p.stdin.write(json.dumps({"case": "quit"}) + "\n")
-            self._p.stdin.flush()
-            self._p.wait(timeout=60)
-
-
-PROCESSES: bool | None = None  # --processes: Options().threading.experimental_worker_processes = True
-
-
 def ours(case: str, root: str) -> tuple[int, float]:
     t = time.perf_counter()
     total = 0
@@ -148,11 +125,11 @@ def child(root: str, tf_python: str, passes: int, cases: list[str]) -> dict:
             loads: list[float] = []
             counts = set()
             for side in ("ours", "tf"):  # warm-up: imports, tracing, page cache, the first pool
-                counts.add((ours if side == "ours" else lambda c, r: tf.run(c, r))(case, root)[0])
+                counts.add((ours if side == "ours" else lambda c, r: tf.run(c, 0, r))(case, root)[0])
             for p in range(passes):
                 order = ("ours", "tf") if p % 2 == 0 else ("tf", "ours")
                 for side in order:
-                    n, dt = ours(case, root) if side == "ours" else tf.run(case, root)
+                    n, dt = ours(case, root) if side == "ours" else tf.run(case, 0, root)
                     counts.add(n)
                     rates[side].append(n / dt)
                 loads.append(os.getloadavg()[0])

@@ -26,9 +26,7 @@ Usage:
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _common  # noqa: E402
+from _tf_side import TFSide  # noqa: E402
 
 import tpustrategy.data as tpsd  # noqa: E402
 
@@ -106,34 +105,6 @@ def write_data(root: str, n_many: int, per_file: int, n_examples: int) -> None:
             for i in range(per):
                 ex = tpsd.make_example({"x": rng.random(64, dtype=np.float32), "label": np.int64(i % 10)})
                 w.write(ex.SerializeToString())
-
-
-class TFSide:
-    """The tf.data worker subprocess."""
-
-    def __init__(self, python: str):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-        self._p = subprocess.Popen([python, os.path.join(HERE, "_tf_data_worker.py")], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True, env=env)
-
-    def run(self, case: str, n: int, data_dir: str) -> tuple[int, float]:
-        assert self._p.stdin is not None and self._p.stdout is not None
-        self._p.stdin.write(json.dumps({"case": case, "n": n, "dir": data_dir}) + "\n")
-        self._p.stdin.flush()
-        line = self._p.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the tf.data worker exited (status {self._p.wait()}) during case {case!r}")
-        out = json.loads(line)
-        return int(out["elements"]), float(out["seconds"])
-
-    def close(self) -> None:
-        if self._p.poll() is None and self._p.stdin is not None:
-            self._p.stdin.write(json.dumps({"case": "quit"}) + "\n")
-            self._p.stdin.flush()
-            try:
-                self._p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._p.kill()
 
 
 def sizes(quick: bool) -> dict[str, int]:
