@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tpustrategy.data as tpsd
+from tpustrategy._src.data.core.structure import stack
 
 Dataset = tpsd.Dataset
 Pair = collections.namedtuple("Pair", ["a", "b"])
@@ -95,6 +96,27 @@ def test_batch_of_mismatched_shapes_names_the_element_and_both_shapes():
     ds = Dataset.range(4).map(lambda x: np.zeros(int(x) + 1)).batch(4)
     with pytest.raises(ValueError, match=r"First element had shape \[1\] and element 1 had shape \[2\]"):
         list(ds)
+
+
+def test_batch_of_flat_tuples_and_dicts_stacks_by_component_and_names_the_component():
+    # The common batch (a plain tuple or dict of arrays / bytes) and its errors.
+    gen = [(np.full((2,), i, np.int32), b"r%d" % i) for i in range(3)]
+    x, s = next(iter(Dataset.from_generator(lambda: iter(gen)).batch(3)))
+    assert x.dtype == np.int32 and x.tolist() == [[0, 0], [1, 1], [2, 2]] and s.tolist() == [b"r0", b"r1", b"r2"]
+    # dicts whose keys come in another order batch by key, in the first element's order
+    dicts = [{"a": np.array([1.0]), "b": np.array([i])} if i % 2 else {"b": np.array([i]), "a": np.array([1.0])}
+             for i in range(4)]
+    out = stack(dicts, "batch")
+    assert list(out) == ["b", "a"] and out["b"].tolist() == [[0], [1], [2], [3]] and out["a"].shape == (4, 1)
+    with pytest.raises(ValueError, match=r"in component \['a'\]. First element had shape \[1\] and element 2"):
+        stack(dicts[:2] + [{"a": np.zeros(2), "b": np.array([0])}], "batch")
+    with pytest.raises(ValueError, match=r"in component \[0\]. First element had shape \[2\] and element 1"):
+        stack([gen[0], (np.zeros(3, np.int32), b"x")], "batch")
+    # a nested or missing component is a structure error, not a stacking one
+    with pytest.raises(ValueError, match="element 1 has a different structure"):
+        stack([gen[0], ((np.zeros(2), np.zeros(2)), b"x")], "batch")
+    with pytest.raises(ValueError, match="element 1 has a different structure"):
+        stack([dicts[0], {"a": np.array([1.0])}], "batch")
 
 
 def test_batch_of_mixed_types_names_the_types():

@@ -2,8 +2,9 @@
 
 Every fast path -- record by record in Python (`_parse_each`), all records at
 once (`_parse_joined`: layout templates, or the field-by-field walk when
-templates are off) -- must give exactly what the protobuf path gives, or step
-aside (None) so that the protobuf path runs and raises its error.
+templates are off), one record of ``parse_single_example`` (`_batch_walk.parse_record`
+with a cached plan) -- must give exactly what the protobuf path gives, or step
+aside so that the protobuf path runs and raises its error.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tpustrategy._src.data.core.string_scalar import StringScalar
 from tpustrategy._src.data.parsing import _batch_scan, _batch_templates
 from tpustrategy._src.data.parsing.example import (
     FixedLenFeature,
     VarLenFeature,
     _check_features,
+    _one,
     _parse_records,
     parse_example,
+    parse_single_example,
 )
 from tpustrategy._src.data.parsing.example_proto import (
     BytesList,
@@ -114,6 +118,8 @@ def _check_all_paths(batch, specs, *, must_take=("each", "templates", "walk")):
             assert name not in must_take, f"{name} stepped aside on a plain batch"
             continue
         _assert_same(got, want)
+    for record in dict.fromkeys(batch):
+        _check_single(record, specs)
     # The public entry point agrees too (whichever path it takes).
     if error is None:
         _assert_same(parse_example(batch, specs), want)
@@ -122,6 +128,29 @@ def _check_all_paths(batch, specs, *, must_take=("each", "templates", "walk")):
             parse_example(batch, specs)
         assert str(info.value) == error
     return want, error
+
+
+def _check_single(record, specs):
+    """``parse_single_example`` (its one-record fast path, or the general one) equals protobuf's
+    parse of that record without the batch axis, or raises protobuf's error."""
+    try:
+        want = {k: _one(v) for k, v in _parse_records("parse_single_example", [record], specs).items()}
+        error = None
+    except ValueError as e:
+        want, error = None, str(e)
+    for given_as in (record, StringScalar(record)):  # a map function gets a StringScalar
+        if error is not None:
+            with pytest.raises(ValueError) as info:
+                parse_single_example(given_as, specs)
+            assert str(info.value) == error
+            continue
+        got = parse_single_example(given_as, specs)
+        assert list(got) == list(want)
+        for key, w in want.items():
+            if isinstance(w, bytes):
+                assert type(got[key]) is bytes and got[key] == w
+            else:
+                _assert_array(got[key], w)
 
 
 # ---------------------------------------------------------------- random Examples
@@ -178,7 +207,8 @@ def _batches(draw, fixed_size=False):
                 default = draw(st.lists(_VALUES[kind], min_size=sizes[key], max_size=sizes[key]))
                 if kind == "float32":
                     default = [0.5] * sizes[key]
-            specs[key] = FixedLenFeature([sizes[key]], kind, default_value=default)
+            shape = [] if sizes[key] == 1 and draw(st.booleans()) else [sizes[key]]  # a scalar
+            specs[key] = FixedLenFeature(shape, kind, default_value=default)
         else:
             specs[key] = VarLenFeature(kind)
     return batch, specs
@@ -383,3 +413,43 @@ def test_tensorflows_parse_example_batch_on_every_path():
     assert error is None
     np.testing.assert_array_equal(want["x"], np.asarray(info["x"], dtype=np.float32))
     np.testing.assert_array_equal(want["label"], info["label"])
+
+
+# ---------------------------------------------------------------- parse_single_example's plans
+
+
+def test_single_example_plans_follow_each_spec_not_equal_looking_ones():
+    record = Example(features=Features(feature={"b": _feature("int64", [4])})).SerializeToString()
+    # Equal as dataclasses (default_value does not take part in ==), different defaults.
+    first = {"a": FixedLenFeature([], "int64", default_value=7), "b": FixedLenFeature([], "int64")}
+    second = {"a": FixedLenFeature([], "int64", default_value=9), "b": FixedLenFeature([], "int64")}
+    assert first["a"] == second["a"]
+    for _ in range(2):  # the second round reads the cached plans
+        assert parse_single_example(record, first)["a"] == 7
+        assert parse_single_example(record, second)["a"] == 9
+    # The same dict changed between calls: the new spec is read.
+    first["a"] = FixedLenFeature([2], "float32", default_value=[0.5, 1.5])
+    np.testing.assert_array_equal(parse_single_example(record, first)["a"], [0.5, 1.5])
+    first["c"] = VarLenFeature("string")
+    out = parse_single_example(record, first)
+    assert list(out) == ["a", "b", "c"] and out["c"].dtype == object and out["c"].shape == (0,)
+    # A missing required feature and a kind mismatch still raise protobuf's errors.
+    with pytest.raises(ValueError, match="'a'"):
+        parse_single_example(record, {"a": FixedLenFeature([], "int64")})
+    with pytest.raises(ValueError, match="b"):
+        parse_single_example(record, {"b": FixedLenFeature([], "float32")})
+
+
+def test_single_example_scalar_strings_and_shapes():
+    record = Example(features=Features(feature={
+        "s": _feature("string", [b"abc"]), "ss": _feature("string", [b"x", b"yz"]),
+        "f": _feature("float32", [1.0, 2.0, 3.0, 4.0]), "i": _feature("int64", [-3])})).SerializeToString()
+    out = parse_single_example(record, {
+        "s": FixedLenFeature([], "string"), "ss": FixedLenFeature([2], "string"),
+        "f": FixedLenFeature([2, 2], "float32"), "i": FixedLenFeature([], "int64"),
+        "d": FixedLenFeature([], "string", default_value="dflt")})
+    assert type(out["s"]) is bytes and out["s"] == b"abc"
+    assert out["ss"].dtype == object and out["ss"].tolist() == [b"x", b"yz"]
+    assert out["f"].dtype == np.float32 and out["f"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert out["i"].shape == () and out["i"].dtype == np.int64 and int(out["i"]) == -3
+    assert type(out["d"]) is bytes and out["d"] == b"dflt"

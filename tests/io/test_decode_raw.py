@@ -69,3 +69,34 @@ def test_works_on_tpsd_string_scalars_inside_map():
     ds = tpsd.Dataset.from_tensor_slices(np.array([b"\x01\x00\x02\x00", b"\x03\x00\x04\x00"], object))
     out = [x for x in ds.map(lambda s: tps.io.decode_raw(s, np.int16)).as_numpy_iterator()]
     np.testing.assert_array_equal(np.stack(out), [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("out_type", ["uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                      "float16", "float32", "float64", "bfloat16", "bool", "complex64"])
+@pytest.mark.parametrize("little_endian", [True, False])
+def test_bytes_and_object_arrays_decode_as_lists_do(out_type, little_endian):
+    # One bytes value and object arrays take the one-join paths; a list takes the per-string
+    # path; they must agree bit for bit (bool and complex go the general way on every input).
+    rng = np.random.default_rng(7)
+    strings = [rng.integers(0, 256, 16, dtype=np.uint8).tobytes() for _ in range(6)]
+    want = tps.io.decode_raw(strings, out_type, little_endian=little_endian)
+    grid = np.empty((2, 3), object)
+    grid[:] = [strings[:3], strings[3:]]
+    got = tps.io.decode_raw(grid, out_type, little_endian=little_endian)
+    assert got.dtype == want.dtype and got.shape == (2, 3, want.shape[1])
+    assert got.reshape(6, -1).tobytes() == want.tobytes()
+    one = tps.io.decode_raw(strings[4], out_type, little_endian=little_endian)
+    assert one.shape == want.shape[1:] and one.tobytes() == want[4].tobytes()
+    assert one.flags.writeable  # a copy, not a view of the bytes
+
+
+def test_object_arrays_keep_the_general_paths_errors_and_conversions():
+    with pytest.raises(InvalidArgumentError, match="element 1 has size 2 != 3"):
+        tps.io.decode_raw(np.array([b"ab", b"abc"], object), np.uint8)
+    with pytest.raises(InvalidArgumentError, match="length 3 that is not a multiple of 2"):
+        tps.io.decode_raw(np.array([b"abc", b"def"], object), np.int16)
+    # str items are taken as UTF-8 (tf.constant's strings); an empty string gives zero columns.
+    np.testing.assert_array_equal(tps.io.decode_raw(np.array(["ab", b"cd"], object), np.uint8),
+                                  [[97, 98], [99, 100]])
+    assert tps.io.decode_raw(np.array([b"", b""], object), np.int32).shape == (2, 0)
+    assert tps.io.decode_raw(b"", np.int32).shape == (0,)

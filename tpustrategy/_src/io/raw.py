@@ -15,6 +15,56 @@ _PADDED_ALLOWED = {"float16", "float32", "float64", "int32", "uint16", "uint8", 
                    "int64", "bfloat16"}
 
 
+# (out_type as given, little_endian) -> (dtype, dtype of the bytes read), for the fast paths.
+_READ_AS: dict[tuple[Any, bool], tuple[np.dtype, np.dtype]] = {}
+
+
+def _read_as(out_type: Any, little_endian: bool) -> tuple[np.dtype, np.dtype] | None:
+    """``(dtype, dtype to read the bytes as)`` for a numeric ``out_type`` other than bool and
+    complex; None where the general path decides (also for an unhashable or invalid type)."""
+    try:
+        dtypes = _READ_AS.get((out_type, little_endian))
+    except TypeError:
+        return None
+    if dtypes is None:
+        try:
+            dtype = as_dtype(out_type, api="tps.io.decode_raw", arg="out_type")
+        except TypeError:
+            return None
+        if dtype_name(dtype) not in _ALLOWED or dtype.kind in "cb":
+            return None
+        read = dtype.newbyteorder("<" if little_endian else ">") if dtype.itemsize > 1 else dtype
+        dtypes = (dtype, read)
+        if len(_READ_AS) < 256:
+            _READ_AS[(out_type, little_endian)] = dtypes
+    return dtypes
+
+
+def _decode_fast(input_bytes: Any, out_type: Any, little_endian: bool) -> np.ndarray | None:
+    """One ``bytes`` or an object array of ``bytes`` of one non-zero length that is a multiple
+    of the type's size, decoded without the general path's per-string copies; None for
+    anything else (the general path decides, and raises)."""
+    dtypes = _read_as(out_type, little_endian)
+    if dtypes is None:
+        return None
+    dtype, read = dtypes
+    if isinstance(input_bytes, bytes):
+        if not input_bytes or len(input_bytes) % dtype.itemsize:
+            return None
+        return np.frombuffer(input_bytes, read).astype(dtype)
+    flat = input_bytes.reshape(-1)
+    if not flat.size:
+        return None
+    try:
+        joined = b"".join(flat)
+    except TypeError:
+        return None  # str or other items: the general path converts or rejects them
+    size = len(joined) // flat.size
+    if not size or size % dtype.itemsize or any(len(s) != size for s in flat):
+        return None
+    return np.frombuffer(joined, read).astype(dtype).reshape(input_bytes.shape + (size // dtype.itemsize,))
+
+
 def decode_raw(input_bytes: Any, out_type: Any, little_endian: bool = True,
                fixed_length: Any = None, name: str | None = None) -> np.ndarray:
     """Reinterprets the bytes of each string as a vector of numbers (``tf.io.decode_raw``).
@@ -37,6 +87,11 @@ def decode_raw(input_bytes: Any, out_type: Any, little_endian: bool = True,
         multiple of the dtype's size (TensorFlow's messages).
     """
     del name
+    if fixed_length is None and (isinstance(input_bytes, bytes) or (
+            isinstance(input_bytes, np.ndarray) and input_bytes.dtype == object)):
+        fast = _decode_fast(input_bytes, out_type, little_endian)
+        if fast is not None:
+            return fast
     api = "tps.io.decode_raw"
     dtype = as_dtype(out_type, api=api, arg="out_type")
     type_name = dtype_name(dtype)

@@ -307,14 +307,15 @@ def stack_leaves(leaves: Sequence[Any], api: str, path: str = "") -> np.ndarray:
     if isinstance(first, np.ndarray) and first.ndim > 0:
         shape = first.shape
         for i, x in enumerate(leaves):
-            if np.shape(x) != shape:
+            if (x.shape if type(x) is np.ndarray else np.shape(x)) != shape:
                 _raise_shape_mismatch(api, path, shape, i, np.shape(x))
         if first.dtype == OBJECT:
             out = np.empty((len(leaves), *shape), dtype=OBJECT)
             for i, x in enumerate(leaves):
                 out[i] = x
             return out
-        return np.stack(leaves)
+        # np.stack's result, without its per-array Python steps (one concatenate, then the shape).
+        return np.concatenate(leaves).reshape((len(leaves), *shape))
     try:
         out = np.array(leaves)
     except ValueError:
@@ -361,6 +362,11 @@ def stack(elements: Sequence[Any], api: str) -> Any:
         return batch_sparse(elements, api)
     if not is_structure(first):
         return stack_leaves(elements, api)
+    flat = _flat_columns(elements, first)
+    if flat is not None:
+        paths, columns_of = flat
+        stacked = [stack_leaves(c, api, p) for c, p in zip(columns_of, paths)]
+        return tuple(stacked) if type(first) is tuple else dict(zip(first, stacked))
     paths = flatten_with_paths(first)
     columns = [flatten(e) for e in elements]
     n = len(paths)
@@ -375,6 +381,36 @@ def stack(elements: Sequence[Any], api: str) -> Any:
         return _stack_nodes(elements, api, "")
     stacked = [stack_leaves([c[j] for c in columns], api, paths[j][0]) for j in range(n)]
     return unflatten_as(first, stacked)
+
+
+def _flat_columns(elements: Sequence[Any], first: Any) -> tuple[list[str], list[Any]] | None:
+    """The components of elements that are all plain tuples of one length (or all plain dicts
+    with ``first``'s keys, in its order) of arrays or ``bytes`` -- the common batch -- as
+    ``(paths, columns)``; None for anything else, which the general path checks and stacks."""
+    if type(first) is tuple:
+        n = len(first)
+        for e in elements:
+            if type(e) is not tuple or len(e) != n:
+                return None
+        columns: list[Any] = list(zip(*elements))
+        paths = [f"[{j}]" for j in range(n)]
+    else:
+        if type(first) is not dict:
+            return None
+        keys = first.keys()
+        for e in elements:
+            if type(e) is not dict or e.keys() != keys:
+                return None
+        columns = [[e[k] for e in elements] for k in first]
+        paths = [f"[{k!r}]" for k in first]
+    for column in columns:
+        kind = type(column[0])
+        if kind is not np.ndarray and kind is not bytes:
+            return None
+        for x in column:
+            if type(x) is not kind:
+                return None
+    return paths, columns
 
 
 def has_sparse(x: Any) -> bool:

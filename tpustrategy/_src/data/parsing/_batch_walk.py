@@ -58,34 +58,45 @@ def _decode_varints(data: np.ndarray, seg_len: np.ndarray, seg_rec: np.ndarray,
     counts = np.bincount(seg_rec, weights=per_seg, minlength=n).astype(np.int64)
     return values.view(np.int64), counts
 
-def record_entries(rec: bytes) -> Any:
-    """Yields ``(key, value_start, value_end)`` for each feature-map entry of one non-empty
-    serialized Example, in wire order; `_Bail` unless the record is one ``features`` field of
-    canonical map entries (key field, then a ``Feature`` field) with UTF-8 keys."""
+def record_entries(rec: bytes) -> list[tuple[bytes, int, int]]:
+    """``(key, value_start, value_end)`` of each feature-map entry of one non-empty serialized
+    Example, in wire order; `_Bail` unless the record is one ``features`` field of canonical map
+    entries (key field, then a ``Feature`` field) with UTF-8 keys. (One-byte varints are read
+    inline: this walk runs once per record of ``parse_single_example``.)"""
     end = len(rec)
-    if rec[0] != 0x0A:
+    if end < 2 or rec[0] != 0x0A:
         raise _Bail
-    length, i = _varint(rec, 1)
+    length, i = rec[1], 2
+    if length >= 0x80:
+        length, i = _varint(rec, 1)
     if i + length != end:
         raise _Bail  # another field after `features`, or a bad length
+    out = []
     while i < end:
-        if rec[i] != 0x0A:
+        if rec[i] != 0x0A or i + 1 >= end:
             raise _Bail
-        length, es = _varint(rec, i + 1)
+        length, es = rec[i + 1], i + 2
+        if length >= 0x80:
+            length, es = _varint(rec, i + 1)
         i = es + length
-        if i > end or rec[es] != 0x0A:
+        if i > end or es + 1 >= i or rec[es] != 0x0A:
             raise _Bail
-        klen, ks = _varint(rec, es + 1)
+        klen, ks = rec[es + 1], es + 2
+        if klen >= 0x80:
+            klen, ks = _varint(rec, es + 1)
         ke = ks + klen
-        if ke >= i or rec[ke] != 0x12:
+        if ke + 1 >= i or rec[ke] != 0x12:
             raise _Bail  # not a canonical map entry
         key = rec[ks:ke]
         if not key.isascii():
             key.decode("utf-8")  # protobuf rejects a key that is not UTF-8
-        length, vs = _varint(rec, ke + 1)
+        length, vs = rec[ke + 1], ke + 2
+        if length >= 0x80:
+            length, vs = _varint(rec, ke + 1)
         if vs + length != i:
             raise _Bail
-        yield key, vs, i
+        out.append((key, vs, i))
+    return out
 
 
 def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[Any]:
@@ -101,35 +112,56 @@ def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[
             continue
         if found[j] is not None:
             raise _Bail  # the key twice: protobuf keeps the last
-        pieces: list[bytes] = []
-        found[j] = pieces
         if vs == i:
             found[j] = _NO_KIND  # a Feature with no kind: missing
             continue
-        kind = rec[vs] >> 3
-        length, ls = _varint(rec, vs + 1)
-        if rec[vs] & 7 != 2 or ls + length != i:
-            raise _Bail
-        if kind != kinds[j]:
+        tag = rec[vs]
+        if tag & 7 != 2 or tag >> 3 != kinds[j] or vs + 1 >= i:
             raise _Bail  # a kind mismatch (or an unknown field): protobuf's path
+        length, ls = rec[vs + 1], vs + 2
+        if length >= 0x80:
+            length, ls = _varint(rec, vs + 1)
+        if ls + length != i:
+            raise _Bail
+        pieces: list[bytes] = []
+        found[j] = pieces
         while ls < i:  # the list's fields: each bytes value, or one packed run
-            if rec[ls] != 0x0A:
+            if rec[ls] != 0x0A or ls + 1 >= i:
                 raise _Bail  # unpacked numbers or unknown fields
-            length, vs = _varint(rec, ls + 1)
+            length, vs = rec[ls + 1], ls + 2
+            if length >= 0x80:
+                length, vs = _varint(rec, ls + 1)
             ls = vs + length
             if ls > i:
                 raise _Bail
             pieces.append(rec[vs:ls])
-    return [None if f is _NO_KIND else f for f in found]
+    if _NO_KIND in found:
+        return [None if f is _NO_KIND else f for f in found]
+    return found
 
 _NO_KIND: list[bytes] = []  # a placeholder: the key was seen, its Feature has no kind
 
+class RecordPlan:
+    """What the walk needs of a request of FixedLen / VarLen features, made once per request:
+    the features in order, the index of each key (as bytes), its Feature kind, shape and size."""
+
+    __slots__ = ("specs", "index", "kinds", "shapes", "sizes")
+
+    def __init__(self, specs: dict[str, Any]):
+        self.specs = specs
+        self.index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
+        self.kinds = [_KIND[spec.dtype] for spec in specs.values()]
+        self.shapes = [getattr(spec, "shape", None) for spec in specs.values()]
+        self.sizes = [None if shape is None else math.prod(shape) for shape in self.shapes]
+
+
 def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, Any]:
     """The record-by-record walk: Python over each record's fields, NumPy per feature."""
-    index = {key.encode("utf-8"): j for j, key in enumerate(specs)}
-    kinds = [_KIND[spec.dtype] for spec in specs.values()]
+    plan = RecordPlan(specs)
     if n == 1:
-        return _parse_one(batch[0], specs, index, kinds)
+        one = parse_record(batch[0], plan)
+        return {key: _batch_of_one(spec, one[key]) for key, spec in specs.items()}
+    index, kinds = plan.index, plan.kinds
     pieces: list[list[bytes]] = [[] for _ in kinds]
     piece_rec: list[list[int]] = [[] for _ in kinds]
     present: list[list[int]] = [[] for _ in kinds]
@@ -158,22 +190,30 @@ def _parse_each(batch: list[bytes], specs: dict[str, Any], n: int) -> dict[str, 
         out[key] = _assemble(spec, values, counts, np.array(present[j], dtype=np.int64), n)
     return out
 
-def _parse_one(rec: bytes, specs: dict[str, Any], index: dict[bytes, int],
-               kinds: list[int]) -> dict[str, Any]:
-    """One record (a batch of one), with as few array steps as possible."""
+
+def parse_record(rec: bytes, plan: RecordPlan) -> dict[str, Any]:
+    """One record as ``parse_single_example`` gives it (no batch axis: a FixedLen feature of its
+    shape, ``bytes`` for a scalar string, a VarLen feature's values), with as few array steps as
+    possible; `_Bail` for anything the protobuf path must decide (or raise)."""
     out: dict[str, Any] = {}
-    for (key, spec), kind, got in zip(specs.items(), kinds, _walk_record(rec, index, kinds)):
-        shape = getattr(spec, "shape", None)
+    found = _walk_record(rec, plan.index, plan.kinds)
+    for key, spec, kind, shape, size, got in zip(plan.specs, plan.specs.values(), plan.kinds, plan.shapes,
+                                                 plan.sizes, found):
         if got is None:
             if shape is None:
-                out[key] = (_object_array([]) if kind == 1 else np.zeros(0, spec.dtype),
-                            np.zeros(1, np.int64))
-                continue
-            if spec._default is None:
+                out[key] = _object_array([]) if kind == 1 else np.zeros(0, spec.dtype)
+            elif spec._default is None:
                 raise _Bail  # a missing required feature: protobuf's path raises it
-            out[key] = spec._default.reshape((1, *shape)).copy()
+            else:
+                default = spec._default
+                out[key] = bytes(default[()]) if kind == 1 and not shape else default.copy()
             continue
         if kind == 1:
+            if shape == ():
+                if len(got) != 1:
+                    raise _Bail  # a wrong count: protobuf's path raises it
+                out[key] = got[0]
+                continue
             values: Any = _object_array(got)
         else:
             data = got[0] if len(got) == 1 else b"".join(got)
@@ -186,12 +226,23 @@ def _parse_one(rec: bytes, specs: dict[str, Any], index: dict[bytes, int],
             else:
                 raise _Bail  # many varints of one record: protobuf's C decoder is quicker
         if shape is None:
-            out[key] = (values, np.array([values.size], np.int64))
-        elif values.size != math.prod(shape):
+            out[key] = values
+        elif values.size != size:
             raise _Bail  # a wrong count: protobuf's path raises it
         else:
-            out[key] = values.reshape((1, *shape))
+            out[key] = values.reshape(shape)
     return out
+
+
+def _batch_of_one(spec: Any, value: Any) -> Any:
+    """A value of `parse_record` as ``parse_example`` gives it for a batch of one."""
+    shape = getattr(spec, "shape", None)
+    if shape is None:
+        return value, np.array([value.size], np.int64)
+    if type(value) is bytes:
+        return _object_array([value])
+    return value.reshape((1, *shape))
+
 
 def _small_varints(data: bytes) -> list[int]:
     """The int64 values of a short run of packed varints (``wire.read_varint`` one by one)."""

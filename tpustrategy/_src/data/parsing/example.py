@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpustrategy._src.data.parsing import _batch_scan, _example_layout, composite
+from tpustrategy._src.data.parsing import _batch_scan, _batch_walk, _example_layout, composite
 from tpustrategy._src.data.parsing.dtypes import (
     _INT64,
     _KIND_OF,
@@ -472,6 +472,13 @@ def parse_single_example(
       ValueError: as :func:`parse_example`.
     """
     api = "parse_single_example"
+    plan = _record_plan(features)
+    if plan is not None and isinstance(serialized, bytes):
+        try:
+            return _batch_walk.parse_record(bytes(serialized) if type(serialized) is not bytes else serialized,
+                                            plan)
+        except _batch_scan._STEP_ASIDE:
+            pass  # the general path decides (and raises)
     specs = _check_features(api, features)
     if isinstance(serialized, np.ndarray) and serialized.ndim == 0:
         serialized = serialized.item()
@@ -483,6 +490,29 @@ def parse_single_example(
             f"{type(serialized).__name__}.\nFix: use parse_example for a batch."
         )
     return _parse(api, [serialized], specs, batched=False)
+
+
+# The walk plans of recent requests, by feature key and the identity of each feature spec (a
+# plan keeps its specs alive, so an identity in a key cannot be reused by another spec).
+_PLANS: dict[tuple[tuple[str, int], ...], _batch_walk.RecordPlan] = {}
+_MAX_PLANS = 64
+
+
+def _record_plan(features: Any) -> _batch_walk.RecordPlan | None:
+    """The one-record walk's plan for a dict of FixedLen / VarLen features (None for any other
+    request: the general path checks and parses it)."""
+    if type(features) is not dict:
+        return None
+    key = tuple(zip(features, map(id, features.values())))
+    plan = _PLANS.get(key)
+    if plan is None:
+        if not features or not all(type(k) is str and type(s) in (FixedLenFeature, VarLenFeature)
+                                   for k, s in features.items()):
+            return None
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = _batch_walk.RecordPlan(dict(features))
+    return plan
 
 
 def _one(batched: Any) -> Any:

@@ -37,6 +37,8 @@ def call_fn(fn: Callable[..., Any], element: Any) -> Any:
     if type(out) is StringScalar:
         return bytes(out)
     if type(out) is tuple:
+        if StringScalar not in map(type, out):
+            return out
         return tuple(bytes(v) if type(v) is StringScalar else v for v in out)
     if type(out) is dict:
         return {k: bytes(v) if type(v) is StringScalar else v for k, v in out.items()}
