@@ -197,10 +197,11 @@ def cheap(x):
     return x + 1
 
 
-def test_auto_mode_below_four_cpus_keeps_the_unfused_thread_pipeline(monkeypatch):
+def test_auto_mode_on_one_cpu_keeps_the_unfused_thread_pipeline(monkeypatch):
     from tpustrategy._src.data.transformations import map as map_module
 
-    monkeypatch.setattr(map_module, "cpu_count", lambda: 2)
+    assert map_module.FUSED_PROCESSES_MIN_CPUS == 2
+    monkeypatch.setattr(map_module, "cpu_count", lambda: 1)
     it, tree = fused_iterator(Dataset.range(100).map(image_and_pid, num_parallel_calls=2).batch(32))
     assert not isinstance(tree, MapBatchIterator)
     assert {int(p) for b in it for p in b["pid"]} == {os.getpid()}

@@ -84,7 +84,7 @@ def test_bytes_and_object_arrays_decode_as_lists_do(out_type, little_endian):
     grid[:] = [strings[:3], strings[3:]]
     got = tps.io.decode_raw(grid, out_type, little_endian=little_endian)
     assert got.dtype == want.dtype and got.shape == (2, 3, want.shape[1])
-    assert got.reshape(6, -1).tobytes() == want.tobytes()
+    assert got.reshape(6, -1).tobytes() == want.tobytes() and got.flags.writeable
     one = tps.io.decode_raw(strings[4], out_type, little_endian=little_endian)
     assert one.shape == want.shape[1:] and one.tobytes() == want[4].tobytes()
     assert one.flags.writeable  # a copy, not a view of the bytes

@@ -56,13 +56,16 @@ def _decode_fast(input_bytes: Any, out_type: Any, little_endian: bool) -> np.nda
     if not flat.size:
         return None
     try:
-        joined = b"".join(flat)
+        joined = bytearray().join(flat)  # one copy, and a writable array over it
     except TypeError:
         return None  # str or other items: the general path converts or rejects them
     size = len(joined) // flat.size
     if not size or size % dtype.itemsize or any(len(s) != size for s in flat):
         return None
-    return np.frombuffer(joined, read).astype(dtype).reshape(input_bytes.shape + (size // dtype.itemsize,))
+    values = np.frombuffer(joined, read)
+    if read != dtype:
+        values = values.astype(dtype)  # bytes in the other order than this machine's
+    return values.reshape(input_bytes.shape + (size // dtype.itemsize,))
 
 
 def decode_raw(input_bytes: Any, out_type: Any, little_endian: bool = True,

@@ -192,7 +192,7 @@ class CsvDataset(_ReaderDataset):
       filenames: a file name, a list of them, or a Dataset of ``bytes`` names.
       record_defaults: one entry per output column (see the module docstring).
       compression_type: None or "" (none), "GZIP" or "ZLIB".
-      buffer_size: read block size in bytes (None: 4 MiB).
+      buffer_size: read block size in bytes (None: 512 KiB).
       header: skip the first record of every file.
       field_delim: the one-character field separator.
       use_quote_delim: treat ``"`` as the quote character (False: an ordinary character).

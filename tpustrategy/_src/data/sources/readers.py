@@ -254,7 +254,7 @@ class TFRecordDataset(_ReaderDataset):
     Args:
       filenames: a file name, a list of them, or a Dataset of ``bytes`` names.
       compression_type: None or "" (none), "GZIP" or "ZLIB".
-      buffer_size: read block size in bytes (None: 4 MiB).
+      buffer_size: read block size in bytes (None: 512 KiB).
       num_parallel_reads: None (files in sequence) or how many files to interleave.
 
     Example:

@@ -37,6 +37,7 @@ import numpy as np
 
 from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator
+from tpustrategy._src.data.core.options import AUTOTUNE
 from tpustrategy._src.data.core.structure import common_spec, spec_of_element
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.parallel.threads import (
@@ -89,10 +90,12 @@ def trace_spec(fn: Callable[..., Any], spec: Any) -> Any | None:
 # The fewest CPUs on which a parallel map moves to worker processes by itself (see _make_iterator).
 AUTO_PROCESSES_MIN_CPUS = 4
 # The same for ``map(...).batch(...)`` fused. One array per batch crosses (the parent's cost per element
-# fell from 18 to 4-8 µs), but on this shared 2-core machine the fused workers still measured 0.3-0.7x
-# of one thread at load 13-15 (1.1-1.8x at load 8-10, with the pool already started): 2 CPUs are not
-# chosen by themselves.
-FUSED_PROCESSES_MIN_CPUS = 4
+# is 4-8 µs): on 2 CPUs at load ~2, interleave -> map(parse_single_example + decode_raw) -> batch(256)
+# of 3 KB records ran at 74,000 records/s in processes against 37,000 on threads and 43,700 on one
+# CPU (benchmarks/data_cores_vs_tfdata.py; tf.data: 41,400 / 23,900). Fused processes are chosen from
+# 2 CPUs (at load 13-15 on the same 2 cores they measured 0.3-0.7x of one thread: a machine with no
+# idle core gains nothing from them; Options().threading.experimental_worker_processes=False opts out).
+FUSED_PROCESSES_MIN_CPUS = 2
 
 
 
@@ -135,7 +138,8 @@ class MapDataset(Dataset):
         # by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
         mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS)
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
-                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self)
+                                  threading_opts.max_intra_op_parallelism, self._warn_threads, self,
+                                  tune=self.num_parallel_calls == AUTOTUNE and mode == "off")
         if ctx.options.experimental_warm_start:
             out._start()
         return out

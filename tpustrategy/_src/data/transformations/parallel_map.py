@@ -32,6 +32,15 @@ from tpustrategy._src.data.transformations.calling import call_map_fn
 PROCESS_MIN_ELEM_S = 20e-6  # CPU time per element from which worker processes pay off
 _PROBE_MIN_ELEMS = 8
 _PROBE_MIN_S = 0.002
+# AUTOTUNE on threads measures the stream, as its consumer sees it, for TUNE_WINDOW_S with the worker
+# threads and then as long mapping in the consumer's own thread, and keeps the faster. A function
+# that holds the interpreter lock gains nothing from threads and pays their hand-offs (batches of
+# 3 KB records, parse_example + decode_raw: 2 threads 240-256k records/s, inline 295-318k on 2 CPUs);
+# one that releases it (large NumPy work) runs ~2x faster on 2 threads. The consumer must be waiting
+# for the map (TUNE_WAIT_SHARE of the window) for the comparison to be made at all.
+TUNE_WINDOW_S = 0.05
+TUNE_WAIT_SHARE = 0.2
+TUNE_INLINE_MARGIN = 0.98  # inline is kept at this share of the threads' rate or more
 
 
 class _MapShared:
@@ -50,6 +59,7 @@ class _MapShared:
         self.stop = False
         self.chunk = 1
         self.threads: list[threading.Thread] = []
+        self.active = workers  # worker i takes chunks only while i < active (0: the consumer maps)
         # Measuring fn (CPU time, not wall time: waiting for the GIL is not fn's cost) to choose processes.
         self.probe = probe
         self.min_elem_s = min_elem_s or PROCESS_MIN_ELEM_S
@@ -101,10 +111,110 @@ def _probe(sh: _MapShared, n: int, cpu: float) -> None:
                 sh.cond.notify_all()
 
 
-def _map_worker(sh: _MapShared) -> None:
+def map_chunk(fn: Callable[..., Any], elems: list[Any]) -> tuple[list[Any], BaseException | None]:
+    """``fn`` on each element of a chunk: the outputs (a `FailedChunk` with an `ElementError` in
+    the place of each element whose call raised an Exception), and an error that ends the stream
+    (KeyboardInterrupt, SystemExit), which stops the chunk there."""
+    outs: list[Any] = []
+    failed = False
+    for x in elems:
+        try:
+            outs.append(call_map_fn(fn, x))
+        except Exception as e:  # fails only this element (TensorFlow's rule)
+            outs.append(ElementError(e))
+            failed = True
+        except BaseException as e:
+            return (FailedChunk(outs) if failed else outs), e
+    return (FailedChunk(outs) if failed else outs), None
+
+
+def _size_chunk(sh: _MapShared, wall: float, n: int) -> None:
+    """Chunks of about a millisecond of mapping (a hand-off costs 100-200 µs)."""
+    sh.chunk = int(min(1024, max(1, 0.001 / max(wall / max(1, n), 1e-7))))
+
+
+# The trial's outcome per map function (its code: closures made by one ``def`` share it), so that
+# the next epoch's iterator -- or a pipeline built again around the same function -- starts there.
+_CHOICES: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _choice_key(fn: Any) -> Any:
+    return getattr(fn, "__code__", fn)
+
+
+class _Tuner:
+    """AUTOTUNE's trial of the worker threads against mapping in the consumer's thread.
+
+    Phases: "warm" (the first chunk: thread start, imports), "threads" (the threads' rate over
+    `TUNE_WINDOW_S`), "draining" (the threads finish the chunks they took), "inline" (the
+    consumer's own rate), "done". ``inline`` is the choice, kept by a restored iterator and
+    remembered for the function (`_CHOICES`).
+    """
+
+    __slots__ = ("phase", "t0", "n", "waited", "threads_rate", "inline", "fn")
+
+    def __init__(self, fn: Any) -> None:
+        self.phase = "warm"
+        self.t0 = 0.0
+        self.n = 0
+        self.waited = 0.0
+        self.threads_rate = 0.0
+        self.inline = False
+        self.fn = fn
+        try:
+            known = _CHOICES.get(_choice_key(fn))
+        except TypeError:  # not weakly referable: tried per iterator
+            known = None
+        if known is not None:
+            self.phase, self.inline = "done", known
+
+    def _remember(self) -> None:
+        try:
+            _CHOICES[_choice_key(self.fn)] = self.inline
+        except TypeError:
+            pass
+
+    def tick(self, sh: _MapShared, n: int, waited: float, workers: int) -> None:
+        """Counts a delivered chunk of ``n`` elements (``waited``: the consumer's wait for it)."""
+        now = time.perf_counter()
+        if self.phase == "warm":
+            self.phase, self.t0, self.n, self.waited = "threads", now, 0, 0.0
+            return
+        if self.phase not in ("threads", "inline"):
+            return
+        self.n += n
+        self.waited += waited
+        span = now - self.t0
+        if span < TUNE_WINDOW_S:
+            return
+        if self.phase == "threads":
+            if self.waited < TUNE_WAIT_SHARE * span:
+                self.phase = "done"  # the consumer, not the map, sets the pace: threads stay
+                return
+            self.threads_rate = self.n / span
+            self.phase = "draining"
+            with sh.cond:
+                sh.active = 0
+                sh.cond.notify_all()
+            return
+        self.phase = "done"
+        self.inline = self.n / span >= TUNE_INLINE_MARGIN * self.threads_rate
+        self._remember()
+        if self.inline:
+            return
+        with sh.cond:  # the threads were faster: they map again from here
+            sh.active = workers
+            sh.cond.notify_all()
+
+    def start_inline(self) -> None:
+        if self.phase == "draining":
+            self.phase, self.t0, self.n = "inline", time.perf_counter(), 0
+
+
+def _map_worker(sh: _MapShared, i: int) -> None:
     while True:
         with sh.cond:
-            while not sh.stop and not sh.input_done and sh.inflight >= sh.max_inflight:
+            while not sh.stop and not sh.input_done and (sh.inflight >= sh.max_inflight or i >= sh.active):
                 sh.cond.wait()
             if sh.stop or sh.input_done:
                 return
@@ -115,6 +225,11 @@ def _map_worker(sh: _MapShared) -> None:
                     sh.inflight -= 1
                     sh.cond.notify_all()
                 return
+            if i >= sh.active:  # the consumer maps now (AUTOTUNE's trial or choice)
+                with sh.cond:
+                    sh.inflight -= 1
+                    sh.cond.notify_all()
+                continue
             cid = sh.next_id
             sh.next_id += 1
             state, elems, read_err = read_chunk(sh.it, sh.chunk)
@@ -129,25 +244,10 @@ def _map_worker(sh: _MapShared) -> None:
                 continue
             if not elems:
                 sh.input_done = True
-        outs: list[Any] = []
-        err: BaseException | None = None
-        fn = sh.fn
         t0 = time.perf_counter()
         c0 = time.thread_time() if sh.probe else 0.0
-        failed = False
-        for x in elems:
-            try:
-                outs.append(call_map_fn(fn, x))
-            except Exception as e:  # fails only this element (TensorFlow's rule)
-                outs.append(ElementError(e))
-                failed = True
-            except BaseException as e:
-                err = e
-                break
-        if failed:
-            outs = FailedChunk(outs)
-        per_elem = (time.perf_counter() - t0) / max(1, len(outs))
-        sh.chunk = int(min(1024, max(1, 0.001 / max(per_elem, 1e-7))))
+        outs, err = map_chunk(sh.fn, elems)
+        _size_chunk(sh, time.perf_counter() - t0, len(outs))
         if sh.probe and outs:
             _probe(sh, len(outs), time.thread_time() - c0)
         with sh.cond:
@@ -178,11 +278,13 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], workers: int, mode: str = "off",
                  task: Callable[[], bytes | None] | None = None, intra_op: int | None = None,
-                 warn: Callable[[str], None] | None = None, owner: Any = None, min_elem_s: float = 0.0):
+                 warn: Callable[[str], None] | None = None, owner: Any = None, min_elem_s: float = 0.0,
+                 tune: bool = False):
         self._it, self._fn, self._workers = it, fn, workers
+        self._tune = _Tuner(fn) if tune and self._mode_of(mode, task) == "off" else None
         self._min_elem_s = min_elem_s
         self._owner = owner
-        self._mode = mode if task is not None else "off"
+        self._mode = self._mode_of(mode, task)
         self._task, self._intra_op, self._warn = task, intra_op, warn
         self._sh: _MapShared | None = None
         self._finalizer: Any = None
@@ -194,6 +296,10 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         self._chunk_state: Any = None
         self._done = False
 
+    @staticmethod
+    def _mode_of(mode: str, task: Any) -> str:
+        return mode if task is not None else "off"
+
     def _start(self) -> None:
         self._chunk_state = self._it.get_state()
         if self._mode == "on" and self._start_processes(1):
@@ -203,8 +309,14 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
     def _start_threads(self) -> _MapShared:
         sh = _MapShared(self._it, self._fn, self._workers, probe=self._mode == "auto", min_elem_s=self._min_elem_s)
         self._take_id = 0
+        tune = self._tune
+        if tune is not None:
+            if tune.inline:
+                sh.active = 0
+            elif tune.phase != "done":
+                tune.phase = "warm"  # a trial cut short by set_state starts again
         for i in range(self._workers):
-            sh.threads.append(start_thread(_map_worker, (sh,), f"tpsd-map-{i}"))
+            sh.threads.append(start_thread(_map_worker, (sh, i), f"tpsd-map-{i}"))
         self._sh = sh
         self._finalizer = weakref.finalize(self, shutdown_workers, sh)
         return sh
@@ -313,6 +425,12 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
                 continue
             if sh.switch and self._switch_step(sh):
                 continue
+            tune = self._tune
+            if tune is not None and sh.active == 0:
+                inline = self._fill_inline(sh, tune)
+                if inline is not None:
+                    return inline
+            t_wait = time.perf_counter() if tune is not None else 0.0
             with sh.cond:
                 while self._take_id not in sh.results and not sh.stop and not _handover_due(sh):
                     sh.cond.wait()
@@ -322,12 +440,31 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
                     sh.inflight -= 1
                     sh.cond.notify_all()
             if got is not None:
+                if tune is not None and tune.phase != "done":
+                    tune.tick(sh, len(got[1]), time.perf_counter() - t_wait, self._workers)
                 break
             if sh.switch:
                 continue
             self._done = True
             return False
         state, outs, err = got
+        return self._take(state, outs, err)
+
+    def _fill_inline(self, sh: _MapShared, tune: _Tuner) -> bool | None:
+        """The next chunk read and mapped in this thread (the workers idle), or None while the
+        workers still owe chunks they took (they are delivered first, in order)."""
+        with sh.input_lock:  # a worker that took a turn before active fell to 0 backs off here
+            if self._take_id != sh.next_id:
+                return None
+            state, elems, read_err = read_chunk(self._it, sh.chunk)
+        tune.start_inline()
+        if read_err is not None or type(elems) is FailedChunk or not elems:
+            return self._take(state, elems, read_err)
+        t0 = time.perf_counter()
+        outs, err = map_chunk(self._fn, elems)
+        _size_chunk(sh, time.perf_counter() - t0, len(outs))
+        if tune.phase != "done":
+            tune.tick(sh, len(outs), 0.0, self._workers)
         return self._take(state, outs, err)
 
     def _fill_from_processes(self) -> bool:
