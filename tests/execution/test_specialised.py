@@ -108,7 +108,7 @@ def test_a_loop_passing_its_state_back_takes_the_guard_and_a_changed_structure_d
     runner = strategy._runner  # noqa: SLF001 - the cache under test
     for _ in range(4):
         state = strategy.run(step, (state, x))
-    assert runner._fast._guarded is not None and runner._fast._guarded[0] is step  # noqa: SLF001
+    assert runner._fast.last_hit is not None and runner._fast.last_hit[0] is step  # noqa: SLF001
     want = 4 * sum(range(n))
     np.testing.assert_allclose(np.asarray(state["a"].values[0]), [want, want])
     state = dict(state, b=jnp.ones(2))  # another structure: not the guarded key

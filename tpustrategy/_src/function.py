@@ -27,7 +27,6 @@ from tpustrategy._src.activity import ANY
 from tpustrategy._src.context import contracts
 from tpustrategy._src.context import stack as context
 from tpustrategy._src.execution.cross import CrossFunction
-from tpustrategy._src.execution.entry import MISS
 from tpustrategy._src.execution.tracebacks import hide_library_frames
 from tpustrategy._src.variables import frames
 
@@ -46,7 +45,7 @@ class Function:
     def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
         self._compiled = CrossFunction(fn)
-        self._fast_call = self._compiled.fast_call
+        self._fast_cache = self._compiled.fast_cache
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -65,9 +64,13 @@ class Function:
             if ANY and (config.functions_run_eagerly() or _in_trace_or_replica()) or self._compiled.uncompiled:
                 return self._fn(*args, **kwargs)
             if not kwargs:
-                result = self._fast_call(args)
-                if result is not MISS:
-                    return result
+                # ``FastCache.call`` inline (a frame less on every step): the last hit's guard
+                # passes the arguments -> its program's generated call.
+                guarded = self._fast_cache.last_hit
+                if guarded is not None and guarded[0] is self._compiled:
+                    arrays = guarded[1](args, guarded[3])
+                    if arrays is not None:
+                        return guarded[2].fast(arrays)
             return self._compiled.call(args, kwargs)
         except Exception as e:  # library frames left out (``execution.tracebacks``)
             hide_library_frames(e)

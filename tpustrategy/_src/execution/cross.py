@@ -18,7 +18,6 @@ strategies over different device sets runs its body as Python.
 from __future__ import annotations
 
 import collections
-import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,10 +54,10 @@ class CrossFunction:
     def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
         self._fast = entry.FastCache(2 * _CACHE_SIZE)
-        # ``fast_call(args)``: a call without keyword arguments that repeats the last one that
-        # found a program (``FastCache.call``; the caller checked it is outside every trace),
-        # else ``MISS`` (take ``call``). Only ``call``'s lookups make those hits.
-        self.fast_call = functools.partial(self._fast.call, self)
+        # ``Function.__call__`` repeats the last call that found a program through this cache's
+        # last guard (``FastCache.call`` inline; it checked it is outside every trace); only
+        # ``call``'s lookups make those hits.
+        self.fast_cache = self._fast
         # Fixed once a program was built (the backend is started): the fast path is one process's.
         self._one_process = False
         self._state = trace.TraceState()
