@@ -210,15 +210,14 @@ class ThreadingOptions(_OptionsBase):
         do not oversubscribe the CPUs); no effect on threads (the BLAS pool of
         this process is process-wide).
       experimental_worker_processes: tpustrategy's own: where a parallel
-        ``map`` runs its function. None (default): measured, with 2+ workers
-        and 4+ CPUs (on 2 shared cores processes measured slower than one
-        thread). ``map(...).batch(...)`` (fused, see
+        ``map`` runs its function. None (default): measured, with 2+ workers.
+        ``map(...).batch(...)`` (fused, see
         ``OptimizationOptions.map_and_batch_fusion``) maps its first batch in
         this process and moves to worker processes, which map and stack whole
-        batches, when the function costs 10 µs of CPU or more per element; an
-        unfused ``map`` starts on threads and moves when an element costs 20 µs
-        or more, with 4+ CPUs (on 2 cores one hand-off per element cost
-        more than the second core gave). True:
+        batches, when the function costs 10 µs of CPU or more per element
+        (2+ CPUs); an unfused ``map`` starts on threads and moves when an
+        element costs 20 µs or more, with 4+ CPUs (on 2 cores one hand-off per
+        element cost more than the second core gave). True:
         processes from the first element; False: threads only. A function
         that cannot be sent to a process stays on threads with one
         ``tpsd.experimental.ThreadFallbackWarning``.
