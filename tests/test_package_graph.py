@@ -225,6 +225,21 @@ def test_src_does_not_import_the_public_package():
     assert not KNOWN_PUBLIC_IMPORTS - found, f"fixed: remove {sorted(KNOWN_PUBLIC_IMPORTS - found)}"
 
 
+def test_private_jax_is_imported_only_by_the_jax_shims():
+    # Every private JAX name sits behind one shim in jax_shims/ with a test that fails when it moves
+    # (Keras's private names: keras/internals.py and keras/patches.py, checked by their own tests).
+    found = []
+    for path, tree in _sources().items():
+        if path.relative_to(SRC).parts[0] == "jax_shims":
+            continue
+        for node in ast.walk(tree):
+            modules = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                       else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(m == "jax._src" or m.startswith(("jax._src.", "jaxlib.")) for m in modules):
+                found.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not found, "private JAX imported outside tpustrategy/_src/jax_shims:\n" + "\n".join(found)
+
+
 def _static_prefix(arg: ast.AST) -> str | None:
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
         return arg.value

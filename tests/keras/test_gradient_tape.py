@@ -116,9 +116,7 @@ def test_side_effects_inside_the_tape_happen_once():
     assert float(counter.numpy()) == 1.0
 
 
-def test_the_jax_internals_the_tape_uses_are_there():
-    jaxpr_slice.check()   # fails loudly, naming the internal, when a JAX release moves one
-
+def test_the_jax_internals_slice_a_traced_graph():
     def f(a, b):
         c = jnp.sin(a) * b
         fn, connected = jaxpr_slice.slice_function([c], [a])

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from jax.extend import core as jcore
 
-from tpustrategy._src.jax_shims import scan_params
+from tpustrategy._src.jax_shims import scan_params, source_info
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 # Call primitives: name -> the parameter holding the body (operands map to its inputs).
@@ -374,15 +374,9 @@ def source_line(eqn: Any) -> str:
 
     The innermost frame outside JAX, the standard library and this package.
     """
-    try:
-        from jax._src import source_info_util
-
-        frames = source_info_util.user_frames(eqn.source_info.traceback)
-        for frame in frames:
-            if not frame.file_name.startswith(_PACKAGE_DIR):
-                return f"{frame.file_name}:{frame.start_line} ({frame.function_name})"
-    except Exception:  # source information is best effort: never hide the real error
-        pass
+    for frame in source_info.user_frames(eqn):
+        if not frame.file_name.startswith(_PACKAGE_DIR):
+            return f"{frame.file_name}:{frame.start_line} ({frame.function_name})"
     return "unknown"
 
 

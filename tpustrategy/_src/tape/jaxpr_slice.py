@@ -9,16 +9,10 @@ function JAX can differentiate (``jax.vjp``), emitted into the same trace.
 
 Public JAX has no way to differentiate a value after it was computed
 (``jax.vjp`` needs the function up front), which TensorFlow's tape does; this
-module is the one place that reads JAX's tracing internals for it.
-``check()`` fails loudly when a name it relies on moves (its test runs it).
-The names, all from ``jax._src.interpreters.partial_eval`` (JAX 0.10.x):
-``DynamicJaxprTracer`` (``.parent``, ``.val``, ``._trace``), its
-``TracingEqn`` (``in_tracers``, ``outvars``, ``primitive``, ``params``,
-``ctx``), ``Primitive.get_bind_params`` (params in, params out) and ``Primitive.multiple_results``;
-``DynamicJaxprTrace.frame.tracing_eqns`` (which equations were recorded while the tape
-was recording). For the eager tape (``RecordTrace``, below): ``jax._src.core``'s
-``Trace`` / ``Tracer`` base classes, ``trace_ctx`` (the current trace) and
-``set_current_trace``, ``typeof``, and the trace hooks ``process_primitive``,
+module reads JAX's tracing internals for it, through ``jax_shims.tracing`` (the
+private imports, and ``check()``, which fails loudly when a name it relies on moves).
+For the eager tape (``RecordTrace``, below) it also subclasses JAX's ``Trace`` and
+``Tracer`` and implements the trace hooks ``process_primitive``,
 ``process_custom_jvp_call``, ``process_custom_vjp_call``, ``process_call``.
 """
 
@@ -30,36 +24,11 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src import core as _core
-from jax._src.interpreters import partial_eval as _pe
 
-from tpustrategy._src.jax_shims import supported
+from tpustrategy._src.jax_shims.tracing import core as _core
+from tpustrategy._src.jax_shims.tracing import partial_eval as _pe
 
 DynamicJaxprTracer = _pe.DynamicJaxprTracer
-_EQN_FIELDS = ("in_tracers", "outvars", "primitive", "params", "ctx")
-
-
-def check() -> None:
-    """Raises ImportError when a JAX internal this module uses is missing."""
-    for name in ("DynamicJaxprTracer", "TracingEqn"):
-        if not hasattr(_pe, name):
-            raise ImportError(f"tps.GradientTape needs jax._src.interpreters.partial_eval.{name}; this "
-                              f"JAX ({jax.__version__}) has none.\n" + supported.FIX)
-    for name in ("Trace", "Tracer", "EvalTrace", "trace_ctx", "set_current_trace", "typeof"):
-        if not hasattr(_core, name):
-            raise ImportError(f"tps.GradientTape (eager) needs jax._src.core.{name}; this JAX ({jax.__version__}) "
-                              "has none.\n" + supported.FIX)
-    if not hasattr(_pe.JaxprStackFrame, "tracing_eqns") and "tracing_eqns" not in getattr(
-            _pe.JaxprStackFrame, "__slots__", ()):
-        raise ImportError(f"tps.GradientTape: JAX {jax.__version__} has no JaxprStackFrame.tracing_eqns.\n"
-                          + supported.FIX)
-    slots = set(getattr(_pe.DynamicJaxprTracer, "__slots__", ()))
-    missing = [s for s in ("val", "parent") if s not in slots]
-    eqn_fields = set(getattr(_pe.TracingEqn, "__annotations__", {}))
-    missing += [f for f in _EQN_FIELDS if f not in eqn_fields]
-    if missing:
-        raise ImportError(f"tps.GradientTape: JAX {jax.__version__} moved tracing internals {missing}.\n"
-                          + supported.FIX)
 
 
 def position() -> tuple[Any, int] | None:

@@ -37,6 +37,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from tpustrategy._src.jax_shims import tracing
 from tpustrategy._src.tape import jaxpr_slice
 from tpustrategy._src.variables import access, frames
 
@@ -123,7 +124,7 @@ class GradientTape:
 
     # Recording ---------------------------------------------------------------------------
     def __enter__(self) -> GradientTape:
-        jaxpr_slice.check()
+        tracing.check()
         if frames.current() is None and jaxpr_slice.is_eager():
             self._previous_trace = jaxpr_slice.current_trace()
             self._eager = jaxpr_slice.RecordTrace(self._previous_trace)
