@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tpustrategy.data as tpsd
-from tpustrategy._src.data.parsing import _sequence_walk
+from tpustrategy._src.data.parsing import _sequence_walk, composite
 from tpustrategy._src.data.parsing.sequence_example import _lists_by_protobuf
 from tpustrategy.errors import InvalidArgumentError
 
@@ -154,3 +154,19 @@ def test_a_sparse_feature_in_an_example_without_its_index_key_has_no_entries() -
         "v": tpsd.Feature(float_list=tpsd.FloatList(value=[1.0]))})).SerializeToString()
     with pytest.raises(InvalidArgumentError, match="Fix:"):
         tpsd.parse_example([rec], {"sp": tpsd.SparseFeature("i", "v", "float32", 4)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_sparse_entries_are_ordered_as_lexsort_orders_them(data) -> None:
+    # SparseFeature (already_sorted=False) orders each example's entries by index; the folded
+    # single-key sort must give np.lexsort's stable order, duplicates and negative / wide ranges included.
+    n = data.draw(st.integers(2, 40))
+    dims = data.draw(st.integers(1, 3))
+    bound = data.draw(st.sampled_from([4, 1000, 2**40, 2**62]))
+    unit = np.sort(np.asarray(data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)), np.int64))
+    cols = [np.asarray(data.draw(st.lists(st.integers(-bound, bound), min_size=n, max_size=n)), np.int64)
+            for _ in range(dims)]
+    want = np.lexsort([*reversed(cols), unit])
+    got = composite.sort_order(unit, cols)
+    np.testing.assert_array_equal(np.arange(n) if got is None else got, want)
