@@ -27,7 +27,6 @@ this module relies on moves.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 from jax.extend import core as jcore
 
-from tpustrategy._src.jax_shims import scan_params, source_info
+from tpustrategy._src.jax_shims import primitives, scan_params, source_info
 from tpustrategy._src.values.mesh_axis import REPLICA_AXIS
 
 # Call primitives: name -> the parameter holding the body (operands map to its inputs).
@@ -49,19 +48,7 @@ PLAIN_CALLS = frozenset({"jit", "pjit", "closed_call", "core_call"})
 
 # Collectives whose result is the same on every replica (over the whole axis).
 INVARIANT_RESULT = frozenset({"psum", "pmax", "pmin", "all_gather", "psum_invariant", "all_gather_invariant"})
-# JAX modules whose primitives are pure functions of their operands.
-PURE_MODULES = (
-    "jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.control_flow.loops",
-    "jax._src.lax.control_flow.conditionals", "jax._src.lax.control_flow.solves",
-    "jax._src.lax.convolution", "jax._src.lax.linalg", "jax._src.lax.fft", "jax._src.lax.special",
-    "jax._src.lax.windowed_reductions", "jax._src.lax.ann", "jax._src.random.prng",
-    "jax._src.random.threefry2x32", "jax._src.ad_util", "jax._src.pjit",
-    "jax._src.custom_derivatives", "jax._src.ad_checkpoint", "jax._src.interpreters.ad",
-    "jax._src.dispatch", "jax._src.state.primitives", "jax._src.debugging", "jax._src.core",
-)
-# The module defining the collectives (their results vary unless INVARIANT_RESULT).
-PARALLEL_MODULE = "jax._src.lax.parallel"
-# Names inside the pure modules that are not pure in the replica sense.
+# Names inside JAX's pure modules (``jax_shims.primitives``) that are not pure in the replica sense.
 _NOT_PURE = frozenset({"io_callback", "pure_callback", "debug_callback", "rng_uniform"})
 # The execution core's own layout annotation (``evaluate.core_sharding_p``), an identity.
 CORE_SHARDING = "tps_core_sharding"
@@ -208,14 +195,11 @@ def _names(value: Any, axis: str) -> bool:
     return False
 
 
-@functools.cache
 def parallel_primitives() -> frozenset[str]:
-    """Names of the primitives JAX's collectives module defines (``*_done`` ones name no axis)."""
-    try:
-        module = importlib.import_module(PARALLEL_MODULE)
-    except ImportError:  # JAX moved it (its test says so): the parameter rule still finds most
-        return frozenset()
-    return frozenset(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
+    """Names of the primitives JAX's collectives module defines (``*_done`` ones name no axis;
+    empty if JAX moved the module -- its shim's test says so -- and the parameter rule still
+    finds most collectives)."""
+    return primitives.parallel()
 
 
 def is_collective(eqn: Any, axis: str = REPLICA_AXIS) -> bool:
@@ -240,27 +224,14 @@ def contains_collective(eqn: Any, axis: str = REPLICA_AXIS) -> bool:
 @functools.cache
 def pure_primitives() -> frozenset[str]:
     """Names of the primitives known to be pure functions of their operands."""
-    names: set[str] = set()
-    for module_name in PURE_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:  # a module JAX moved: its primitives count as unknown (varying)
-            continue
-        names.update(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
-    names.add(CORE_SHARDING)
-    return frozenset(names - _NOT_PURE)
+    # A module JAX moved gives none: its primitives count as unknown (varying).
+    return frozenset((primitives.pure() | {CORE_SHARDING}) - _NOT_PURE)
 
 
 @functools.cache
 def varying_sources() -> frozenset[str]:
     """Primitives known to make values that differ per replica: collectives, ``axis_index``, callbacks."""
-    names = set(_NOT_PURE)
-    try:
-        module = importlib.import_module(PARALLEL_MODULE)
-        names.update(v.name for v in vars(module).values() if isinstance(v, jcore.Primitive))
-    except ImportError:
-        pass
-    return frozenset(names - INVARIANT_RESULT)
+    return frozenset((_NOT_PURE | parallel_primitives()) - INVARIANT_RESULT)
 
 
 def is_known(name: str) -> bool:
