@@ -170,6 +170,7 @@ def test_checkpoint_at_every_position_with_partly_filled_buckets():
     assert sum(b.shape[0] for b in out) == 60
 
 
+@pytest.mark.devices(2)
 def test_buckets_distribute_as_global_batches():
     import tpustrategy as tps
 

@@ -109,6 +109,7 @@ def test_ragged_batch_arguments_are_checked():
     assert len(list(scalar_ds(5).ragged_batch(np.int64(2)))) == 3
 
 
+@pytest.mark.devices(2)
 def test_ragged_batches_split_across_replicas_row_by_row():
     import tpustrategy as tps
 

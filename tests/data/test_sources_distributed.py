@@ -11,6 +11,7 @@ import tpustrategy as tps
 import tpustrategy.data as tpsd
 
 D = tpsd.Dataset
+pytestmark = pytest.mark.devices(4)  # strategies over up to /cpu:3
 X = tpsd.experimental
 
 

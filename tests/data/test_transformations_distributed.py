@@ -11,6 +11,7 @@ import tpustrategy as tps
 import tpustrategy.data as tpsd
 
 Dataset = tpsd.Dataset
+pytestmark = pytest.mark.devices(4)  # strategies over /cpu:0../cpu:3
 
 
 @pytest.fixture

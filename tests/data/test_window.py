@@ -199,6 +199,7 @@ def test_file_sharding_walks_through_window(tmp_path):
     assert worker1 == [[b"10", b"11"], [b"12", b"13"], [b"30", b"31"], [b"32", b"33"]]
 
 
+@pytest.mark.devices(4)
 def test_windows_batched_after_flat_map_split_across_replicas():
     import tpustrategy as tps
 

@@ -53,11 +53,10 @@ class CrossFunction:
 
     def __init__(self, fn: Callable[..., Any]):
         self._fn = fn
-        self._fast = entry.FastCache(2 * _CACHE_SIZE)
         # ``Function.__call__`` repeats the last call that found a program through this cache's
         # last guard (``FastCache.call`` inline; it checked it is outside every trace); only
         # ``call``'s lookups make those hits.
-        self.fast_cache = self._fast
+        self.fast_cache = entry.FastCache(2 * _CACHE_SIZE)
         # Fixed once a program was built (the backend is started): the fast path is one process's.
         self._one_process = False
         self._state = trace.TraceState()
@@ -80,7 +79,7 @@ class CrossFunction:
         not ``__call__``, since calling an instance costs a slot lookup more on every call."""
         key = None
         if self._one_process and not self._static_scalars:
-            hit = self._fast.lookup(self, args, kwargs, self._split_sharding)
+            hit = self.fast_cache.lookup(self, args, kwargs, self._split_sharding)
             if hit is not None:
                 if hit[0] is not None:
                     return hit[0].fast(hit[1])
@@ -102,7 +101,7 @@ class CrossFunction:
             if found is not None:
                 self._entries.move_to_end((inputs.key, found.pull_signature))
                 if key is not None and _pulls_nothing(found):
-                    self._fast.put(self, key, found.program)
+                    self.fast_cache.put(self, key, found.program)
                 self._last[inputs.key] = found
                 return self._call(found, inputs, available)
         try:
@@ -113,7 +112,7 @@ class CrossFunction:
             if decision.action is entry.Action.RAISE:
                 raise decision.error from decision.cause  # type: ignore[misc]
             self._static_scalars = True
-            self._fast.forget(self)  # scalar arguments are static now: no call is found by its key
+            self.fast_cache.forget(self)  # scalar arguments are static now: no call is found by its key
             warnings.warn(
                 f"tps.function({name_of(self._fn)}): the function uses a scalar integer or bool array "
                 f"argument as a Python value ({decision.reason}), e.g. `for _ in range(steps)`. Such "
@@ -135,7 +134,7 @@ class CrossFunction:
                 self._entries.popitem(last=False)
             self._last[inputs.key] = made
             if key is not None and _pulls_nothing(made):
-                self._fast.put(self, key, made.program)
+                self.fast_cache.put(self, key, made.program)
         return self._call(made, inputs, pulled)
 
     def _run_uncompiled(self, traced: trace.Traced, pulled: dict[Any, Any], args: tuple[Any, ...],

@@ -135,7 +135,7 @@ def _walk_record(rec: bytes, index: dict[bytes, int], kinds: list[int]) -> list[
             if ls > i:
                 raise _Bail
             pieces.append(rec[vs:ls])
-    if _NO_KIND in found:
+    if any(f is _NO_KIND for f in found):
         return [None if f is _NO_KIND else f for f in found]
     return found
 

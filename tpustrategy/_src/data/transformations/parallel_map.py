@@ -281,10 +281,10 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
                  warn: Callable[[str], None] | None = None, owner: Any = None, min_elem_s: float = 0.0,
                  tune: bool = False):
         self._it, self._fn, self._workers = it, fn, workers
-        self._tune = _Tuner(fn) if tune and self._mode_of(mode, task) == "off" else None
         self._min_elem_s = min_elem_s
         self._owner = owner
-        self._mode = self._mode_of(mode, task)
+        self._mode = mode if task is not None else "off"
+        self._tune = _Tuner(fn) if tune and self._mode == "off" else None
         self._task, self._intra_op, self._warn = task, intra_op, warn
         self._sh: _MapShared | None = None
         self._finalizer: Any = None
@@ -295,10 +295,6 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         self._pos = 0
         self._chunk_state: Any = None
         self._done = False
-
-    @staticmethod
-    def _mode_of(mode: str, task: Any) -> str:
-        return mode if task is not None else "off"
 
     def _start(self) -> None:
         self._chunk_state = self._it.get_state()
@@ -311,9 +307,12 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         self._take_id = 0
         tune = self._tune
         if tune is not None:
-            if tune.inline:
+            if tune.inline:  # the consumer maps: no worker thread is needed
                 sh.active = 0
-            elif tune.phase != "done":
+                self._sh = sh
+                self._finalizer = weakref.finalize(self, shutdown_workers, sh)
+                return sh
+            if tune.phase != "done":
                 tune.phase = "warm"  # a trial cut short by set_state starts again
         for i in range(self._workers):
             sh.threads.append(start_thread(_map_worker, (sh, i), f"tpsd-map-{i}"))
