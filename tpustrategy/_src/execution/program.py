@@ -13,6 +13,7 @@ programs (and of the eager path) combine.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,31 @@ _Tracer = jax.core.Tracer
 _MAX_DISPLACED = 3
 _FEW_CALLS = 16
 _placements: weakref.WeakKeyDictionary[Any, Placement] = weakref.WeakKeyDictionary()
+# ``Program._mode``: the donation decision of its first concrete call.
+_DONATE = "donate"
+_KEEP = "keep"
+_refs = sys.getrefcount
+
+
+def _copy(x: jax.Array) -> jax.Array:
+    """A copy of ``x`` where it lies (a device copy, no program), donated in its place."""
+    return jax.device_put(x, may_alias=False)
+
+
+def _sole_in_list() -> int:
+    """The reference count ``_dispatch`` sees for a variable's value held only by its variable
+    (``frames.global_values`` read it into the call's input list): measured on a stand-in."""
+
+    class StandIn:
+        __slots__ = ("_value",)
+
+    holder = StandIn()
+    holder._value = object()
+    inputs = [] + frames.global_values([holder])  # type: ignore[list-item]
+    return _refs(inputs[0])
+
+
+_SOLE_IN_LIST = _sole_in_list()
 
 
 def _is_tracer(x: Any) -> bool:
@@ -176,6 +202,11 @@ class Program:
         self._claimed = False
         self._claimed_at = 0
         self._displaced = 0
+        # Donation (``_dispatch``): ``_DONATE`` once the first concrete call found the written
+        # variables' old values held only by their variables, ``_KEEP`` otherwise; ``_donate``:
+        # the donating executable and its argument indices, made once.
+        self._mode: object = None
+        self._donate: tuple[Any, tuple[int, ...]] | None = None
 
     def __call__(self, arrays: list[Any], extra: Sequence[Any] = ()) -> Any:
         placement = self.placement
@@ -192,7 +223,70 @@ class Program:
                 inputs = inputs + [placement.put(x, s) for x, s in zip(extra, self.extra_split or [])]
         elif extra:
             inputs = [*inputs, *extra]
-        return self._finish(self.jitted(*inputs))
+        x = None  # the loop's last input: no reference of this frame may count as a holder
+        return self._finish(self._dispatch(inputs))
+
+    def _dispatch(self, inputs: list[Any]) -> Any:
+        """The general call's dispatch: from the first concrete call on, a program that may donate
+        runs the one donating executable (a written variable's old value another holder keeps is
+        copied first), so it compiles once; one whose values were held elsewhere at that call
+        keeps the non-donating one (the generated call then donates when it can)."""
+        if self._mode is not _DONATE and (self._mode is _KEEP or not self._decide(inputs)):
+            return self.jitted(*inputs)
+        jitted, indices = self._donate  # type: ignore[misc]
+        refs = _refs
+        for i in indices:
+            x = inputs[i]
+            if type(x) is not _ArrayImpl:
+                return self.jitted(*inputs)  # a tracer: inside a trace, where nothing is donated
+            del x
+            if refs(inputs[i]) > _SOLE_IN_LIST:
+                inputs[i] = _copy(inputs[i])
+        return jitted(*inputs)
+
+    def _decide(self, inputs: list[Any]) -> bool:
+        """At the first concrete call: whether this program donates from now on (``_donate``
+        set), or keeps its values (``_mode`` ``_KEEP``). Undecided while it is called in a trace."""
+        if self.jit_with is None or not self.donatable or self.placement is None or self.one_shot \
+                or self.extra_split:
+            self._mode = _KEEP
+            return False
+        n = len(self.in_split)
+        if frames.outermost() is not None or any(frames.awaits_first_value(v) for v in self.written) \
+                or any(type(x) is not _ArrayImpl for x in inputs[n:n + len(self.variables)]):
+            return False  # in a trace, or a first value to come: decided at a later call
+        if any(_refs(inputs[i]) > _SOLE_IN_LIST for i in self.donatable):
+            self._mode = _KEEP  # held elsewhere from the start (a value the user kept): as before
+            return False
+        if self._token is None and not self._has_results():
+            # The new value that will stand for the program in the bound on programs in flight
+            # (``_finish``'s choice, made now from the old values' sizes): it is not donated.
+            sizes = [int(inputs[n + self._var_index(v)].nbytes) or 1 << 62 for v in self.written]
+            self._token = self._w0 + sizes.index(min(sizes))
+        self._donate = self._donating()
+        self._mode = _DONATE if self._donate is not None else _KEEP
+        return self._donate is not None
+
+    def _has_results(self) -> bool:
+        return self._w0 > 0 or bool(self.local_copies)
+
+    def _var_index(self, var: Any) -> int:
+        return next(i for i, v in enumerate(self.variables) if v is var)
+
+    def _copying(self) -> Any:
+        """The generated call's dispatch when a written variable's old value is held elsewhere:
+        the donating executable on copies of the donated values (``_KEEP``: the non-donating one)."""
+        if self._mode is not _DONATE:
+            return self.jitted
+        jitted, indices = self._donate  # type: ignore[misc]
+
+        def call(*args: Any) -> Any:
+            args_ = list(args)
+            for i in indices:
+                args_[i] = _copy(args_[i])
+            return jitted(*args_)
+
+        return call
 
     def _finish(self, outs: Any) -> Any:
         """The call after the dispatch: the bound on programs in flight, the written variables'
@@ -229,7 +323,7 @@ class Program:
         held = self._store if self._store is not None else self._new_store()
         generated = specialised.compile_call(
             jitted=self.jitted, num_inputs=len(self.in_split), seen=self._seen, variables=self.variables,
-            donating=self._donating(), token=self._token or 0, store=held,
+            donating=self._donating(), held=self._copying(), token=self._token or 0, store=held,
             written=[(v, self._w0 + j) for j, v in enumerate(self.written)], plan=self.plan,
             specs=self._mirrored_specs, general=self._store_general if held is not None else self.__call__,
             finish=self._finish)
@@ -299,6 +393,8 @@ class Program:
         values, for the generated call to use when nothing else holds them; None: no donation.
         The variable whose new value stands for the program in the bound on programs in flight
         is left out (``dispatch`` keeps that array)."""
+        if self._donate is not None:
+            return self._donate
         if self.jit_with is None or not self.donatable:
             return None
         token = self._token or 0
@@ -307,7 +403,10 @@ class Program:
             written = self.written[token - self._w0]
             kept = next((len(self.in_split) + i for i, v in enumerate(self.variables) if v is written), None)
         donate = tuple(i for i in self.donatable if i != kept)
-        return (self.jit_with(donate), donate) if donate else None
+        if not donate:
+            return None
+        self._donate = (self.jit_with(donate), donate)  # one executable per program
+        return self._donate
 
     def _mirrored(self, array: Any, num_replicas: int, index: int) -> Mirrored:
         if type(array) is not _ArrayImpl:

@@ -5,8 +5,8 @@ structure back. Walking those structures generically (a loop over the inputs, th
 the result plan) costs several times what checking or building that one structure costs, so a
 program's call is turned once into straight-line Python (generated, as ``namedtuple`` and
 ``dataclasses`` generate theirs): the inputs' shardings checked by identity, the variables'
-values, the dispatch (donating the written variables' old values when nothing else holds
-them), the bound on programs in flight, the written values and the results as the program's
+values, the dispatch (donating the written variables' old values, or copies of the ones
+something else holds), the bound on programs in flight, the written values and the results as the program's
 ``results.ResultPlan`` renders them. The call's guard is ``leaves.compile_guard``'s.
 
 The variables' values are one list (``variables.store.Store``, ``_store_call``): one flag
@@ -32,7 +32,7 @@ from tpustrategy._src.variables import frames
 
 
 def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: list[Any],
-                 donating: tuple[Any, tuple[int, ...]] | None = None, token: int,
+                 donating: tuple[Any, tuple[int, ...]] | None = None, held: Any = None, token: int,
                  store: Any = None,
                  written: list[tuple[Any, int]], plan: ResultPlan, specs: list[Any],
                  general: Callable[[list[Any]], Any],
@@ -66,7 +66,8 @@ def compile_call(*, jitted: Any, num_inputs: int, seen: list[Any], variables: li
     if body is None or not written and plan.num_dynamic == 0:  # no outputs: nothing to track
         return None
     pending, limit, settle = dispatch.tracker()
-    w.consts.update(jitted=jitted, seen=seen, general=general, finish=finish, read=frames.value_reader(),
+    w.consts.update(jitted=jitted, held=held if held is not None else jitted, seen=seen,
+                    general=general, finish=finish, read=frames.value_reader(),
                     pending=pending, pending_append=pending.append, limit=limit, settle=settle,
                     refs=sys.getrefcount,
                     _shard=operator.attrgetter(SHARDING_ATTRIBUTE))
@@ -107,25 +108,31 @@ def _variables_call(w: Writer, inputs: list[str], checks: list[str], variables: 
     if not batched:
         checks = checks + [f"type({x}) is not _ArrayImpl or {x}.{SHARDING_ATTRIBUTE} is not seen[{num_inputs + j}]"
                            for j, x in enumerate(values)]
+    # The general call counts references to decide what to donate: the values read here are let
+    # go before it.
+    drop = f"del {', '.join(values)}; " if not batched and values else "del vals; " if batched else ""
     if checks:
-        lines.append(f"    if {' or '.join(checks)}: return general(arrays)")
+        lines += [f"    if {' or '.join(checks)}:", f"        {drop}return general(arrays)"]
     if batched:  # the values' shardings against the seen ones in one C-level list comparison
         # (identity first, as lists compare their items; a tracer has no sharding)
         lines += ["    try:",
-                  f"        if list(map(_shard, vals)) != seen[{num_inputs}:]: return general(arrays)",
-                  "    except AttributeError: return general(arrays)"]
+                  f"        if list(map(_shard, vals)) != seen[{num_inputs}:]:",
+                  f"            {drop}return general(arrays)",
+                  "    except AttributeError:",
+                  f"        {drop}return general(arrays)"]
     call_args = ", ".join(inputs + (["*vals"] if batched else values))
     if donating is not None:
         # A written variable's old value is donated when only its variable holds it (a value the
-        # user kept from an earlier read, or a checkpoint still copying it, makes this call keep
-        # every buffer). How many references that is depends on the interpreter: counted once on
-        # stand-ins read by the very same lines (``_sole_count``).
+        # user kept from an earlier read, or a checkpoint still copying it, sends this call to
+        # ``held``: the donating executable on copies, or the non-donating one). How many
+        # references that is depends on the interpreter: counted once on stand-ins read by the
+        # very same lines (``_sole_count``).
         picked = [values[i - num_inputs] if not batched else f"vals[{i - num_inputs}]" for i in donating[1]]
         pick = f"    d = [{', '.join(picked)}]"
         w.consts.update(donating=donating[0], sole=_sole_count(batched, pick, len(variables)).__eq__)
         return lines + [pick,
                         f"    if all(map(sole, map(refs, d))): outs = donating({call_args})",
-                        f"    else: outs = jitted({call_args})",
+                        f"    else: outs = held({call_args})",
                         "    del d"]
     return lines + [f"    outs = jitted({call_args})"]
 
@@ -164,7 +171,7 @@ def _store_call(w: Writer, store: Any, inputs: list[str], checks: list[str], var
     return lines + ["    if store.exported:",
                     "        store.exported = False",
                     f"        if all(map(sole, map(refs, {pick}))): outs = donating({call_args})",
-                    f"        else: outs = jitted({call_args})",
+                    f"        else: outs = held({call_args})",
                     f"    else: outs = donating({call_args})"]
 
 
