@@ -60,7 +60,7 @@ def _decode_fast(input_bytes: Any, out_type: Any, little_endian: bool) -> np.nda
     except TypeError:
         return None  # str or other items: the general path converts or rejects them
     size = len(joined) // flat.size
-    if not size or size % dtype.itemsize or any(len(s) != size for s in flat):
+    if not size or size % dtype.itemsize or set(map(len, flat.tolist())) != {size}:
         return None
     values = np.frombuffer(joined, read)
     if read != dtype:
