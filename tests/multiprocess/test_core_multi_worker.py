@@ -78,3 +78,10 @@ def test_twenty_epochs_of_uneven_input_across_processes_never_crash():
     expected = 2 * 8 * (sum(range(9)) + sum(range(3)))  # run's all-reduce + the reduce, 8 features each
     for result in results.values():
         assert result["epochs"] == [float(expected)] * 20
+
+
+def test_a_kept_old_value_of_a_written_variable_stays_valid_on_every_process(core):
+    """The step donates a copy of a value the user kept (across both processes' devices)."""
+    for result in core.values():
+        assert result["kept_value"] == [3.0] * 4
+        assert result["counter_after"] == [6.0] * 4

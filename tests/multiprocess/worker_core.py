@@ -96,5 +96,24 @@ plain = tps.Variable(0.0)
 strategy.run(lambda: plain.assign_add(1.0))
 out["plain_after_run"] = float(plain.read_value())
 
+# 7. A written variable's old value the user kept (an array over both processes' devices): the
+# step donates a copy of it, and the kept array stays readable.
+with strategy.scope():
+    counter = tps.Variable(np.zeros(4, np.float32))
+
+
+def count_step():
+    counter.assign_add(np.ones(4, np.float32))
+    return counter.read_value()[0]
+
+
+for _ in range(3):
+    strategy.run(count_step)
+kept = counter.read_value()
+for _ in range(3):
+    strategy.run(count_step)
+out["kept_value"] = np.asarray(kept.addressable_shards[0].data).tolist()
+out["counter_after"] = np.asarray(counter.read_value().addressable_shards[0].data).tolist()
+
 print("RESULT " + json.dumps(out), flush=True)
 sys.stdout.flush()

@@ -49,7 +49,7 @@ _refs = sys.getrefcount
 
 def _copy(x: jax.Array) -> jax.Array:
     """A copy of ``x`` where it lies (a device copy, no program), donated in its place."""
-    return jax.device_put(x, may_alias=False)
+    return jax.device_put(x, x.sharding, may_alias=False)
 
 
 def _sole_in_list() -> int:
