@@ -251,3 +251,19 @@ def test_a_general_call_copies_only_the_values_held_elsewhere(donated_calls, cop
     assert donated_calls[0] == 5
     np.testing.assert_array_equal(np.asarray(kept), np.full(4, 4.0))
     np.testing.assert_array_equal(np.asarray(a.read_value()), np.full(4, 5.0))
+
+
+def test_a_step_that_writes_a_variable_it_never_reads_and_returns_nothing():
+    """No results and a written variable that is not an input: the in-flight token is picked at
+    the first call's end; the read-and-written one is donated."""
+    strategy = tps.MirroredStrategy()
+    a, b = _variables(strategy, 2)
+
+    def step():
+        a.assign(jnp.full(4, 3.0))  # written, never read
+        b.assign_add(jnp.ones(4))
+
+    for _ in range(12):
+        strategy.run(step)
+    np.testing.assert_array_equal(np.asarray(a.read_value()), np.full(4, 3.0))
+    np.testing.assert_array_equal(np.asarray(b.read_value()), np.full(4, 12.0))

@@ -258,10 +258,11 @@ class Program:
         if any(_refs(inputs[i]) > _SOLE_IN_LIST for i in self.donatable):
             self._mode = _KEEP  # held elsewhere from the start (a value the user kept): as before
             return False
-        if self._token is None and not self._has_results():
+        index = {id(v): j for j, v in enumerate(self.variables)}
+        if self._token is None and not self._has_results() and all(id(v) in index for v in self.written):
             # The new value that will stand for the program in the bound on programs in flight
             # (``_finish``'s choice, made now from the old values' sizes): it is not donated.
-            sizes = [int(inputs[n + self._var_index(v)].nbytes) or 1 << 62 for v in self.written]
+            sizes = [int(inputs[n + index[id(v)]].nbytes) or 1 << 62 for v in self.written]
             self._token = self._w0 + sizes.index(min(sizes))
         self._donate = self._donating()
         self._mode = _DONATE if self._donate is not None else _KEEP
@@ -269,9 +270,6 @@ class Program:
 
     def _has_results(self) -> bool:
         return self._w0 > 0 or bool(self.local_copies)
-
-    def _var_index(self, var: Any) -> int:
-        return next(i for i, v in enumerate(self.variables) if v is var)
 
     def _copying(self) -> Any:
         """The generated call's dispatch when a written variable's old value is held elsewhere:
