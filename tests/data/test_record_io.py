@@ -142,6 +142,23 @@ def test_a_flipped_data_byte_yields_the_good_records_then_raises_with_file_and_o
     assert info.value.filename == path and info.value.offset == bad_offset
 
 
+@pytest.mark.parametrize("bad", [0, 1, 23, 59])
+def test_a_flipped_data_byte_among_records_of_mixed_sizes_is_reported_at_its_record(tmp_path, bad):
+    # Sizes that never repeat 8 times in a row: the record-by-record framing, not the strided one.
+    records = [bytes([i % 251]) * (20 + i % 7) for i in range(60)]
+    data = bytearray(_encode(records))
+    bad_offset = sum(len(r) + 16 for r in records[:bad])
+    data[bad_offset + 12 + 3] ^= 0x10
+    path = os.path.join(tmp_path, "bad.tfrecord")
+    open(path, "wb").write(bytes(data))
+    got = []
+    with pytest.raises(DataLossError) as info:
+        for _, chunk in read_tfrecord_chunks(path):
+            got += chunk
+    assert got == records[:bad]
+    assert info.value.offset == bad_offset and "data CRC mismatch" in str(info.value)
+
+
 def test_a_flipped_length_byte_is_reported_as_a_length_crc_mismatch(tmp_path):
     records = [os.urandom(i) for i in range(40)]
     data = bytearray(_encode(records))

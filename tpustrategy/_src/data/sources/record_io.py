@@ -207,22 +207,22 @@ def _frame_stride(
     rows = min(limit, (len(buf) - pos) // size)
     if rows < _STRIDE_MIN:
         return 0, 0
-    heads = np.lib.stride_tricks.as_strided(arr[pos:], shape=(rows, _HEADER), strides=(size, 1))
+    heads = np.ndarray((rows, _HEADER), np.uint8, buf, pos, (size, 1))  # every run header, as a view
     same = (heads == arr[pos : pos + _HEADER]).all(axis=1)
     count = rows if same.all() else int(same.argmin())
     return (count, size) if count >= _STRIDE_MIN else (0, 0)
 
 
-def _first_bad_crc(arr: np.ndarray, records: list[bytes], crc_pos: np.ndarray) -> int:
+def _first_bad_crc(records: list[bytes], stored: np.ndarray) -> int:
     """Returns the index of the first record whose data checksum is wrong, or -1.
 
-    ``crc_pos[i]`` is where record ``i``'s stored masked checksum lies in ``arr``.
+    ``stored[i]`` is record ``i``'s stored masked checksum.
     """
     computed = np.fromiter(map(crc32c, records), dtype=np.uint32, count=len(records))
     computed = ((computed >> np.uint32(15)) | (computed << np.uint32(17))) + np.uint32(MASK_DELTA)
-    stored = arr[crc_pos[:, None] + _FOUR].view("<u4")[:, 0]
-    bad = np.flatnonzero(computed != stored)
-    return int(bad[0]) if bad.size else -1
+    if (computed == stored).all():
+        return -1
+    return int(np.flatnonzero(computed != stored)[0])
 
 
 def _read_at_least(stream: _compression.ByteStream, need: int, block: int) -> bytes:
@@ -292,7 +292,8 @@ def _tfrecord_chunks(
                 records = [
                     buf[s : s + size - _HEADER - _FOOTER] for s in range(pos + _HEADER, end, size)
                 ]
-                starts = np.arange(pos, end, size)
+                # Each record's stored data checksum: the last 4 bytes of every stride, as a view.
+                stored = np.ndarray((count,), "<u4", buf, pos + size - _FOOTER, (size,))
             else:
                 start_list, end, bad_length = _frame(buf, pos, CHUNK_RECORDS, cache)
                 count = len(start_list)
@@ -301,17 +302,18 @@ def _tfrecord_chunks(
                 ]
                 if count:
                     records.append(buf[start_list[-1] + _HEADER : end - _FOOTER])
-                starts = np.array(start_list, dtype=np.intp)
+                    crc_pos = np.empty(count, dtype=np.intp)  # where each stored checksum lies
+                    crc_pos[:-1] = start_list[1:]
+                    crc_pos[-1] = end
+                    crc_pos -= _FOOTER
+                    stored = arr[crc_pos[:, None] + _FOUR].view("<u4")[:, 0]
             if count:
-                crc_pos = np.empty(count, dtype=np.intp)
-                crc_pos[:-1] = starts[1:]
-                crc_pos[-1] = end
-                crc_pos -= _FOOTER
-                bad = _first_bad_crc(arr, records, crc_pos)
+                bad = _first_bad_crc(records, stored)
                 if bad >= 0:
                     if bad:
                         yield base + pos, records[:bad]
-                    raise _corrupted(path, base + int(starts[bad]), "data CRC mismatch", ctype)
+                    first = pos + bad * size if size else start_list[bad]  # size: the run's stride
+                    raise _corrupted(path, base + int(first), "data CRC mismatch", ctype)
                 yield base + pos, records
                 pos = end
                 if count == CHUNK_RECORDS:
