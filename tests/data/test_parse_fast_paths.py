@@ -384,6 +384,15 @@ def test_read_packed_varints_decodes_every_width():
     assert last.tolist() == np.cumsum([len(varint(v)) for v in values]).__sub__(1).tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40))
+def test_read_packed_varints_matches_the_wire_format_for_any_int64s(values):
+    data = np.frombuffer(b"".join(varint(v) for v in values), np.uint8)
+    got, last = read_packed_varints(data)
+    assert got.view(np.int64).tolist() == values
+    assert last.tolist() == (np.cumsum([len(varint(v)) for v in values], dtype=np.int64) - 1).tolist()
+
+
 # ---------------------------------------------------------------- TensorFlow's bytes
 
 

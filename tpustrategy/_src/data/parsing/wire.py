@@ -81,6 +81,15 @@ def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarr
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 # The low 8w bits set, for a varint of w bytes (w = 0..8); wider ones keep all 64.
 _WIDTH_MASK = np.array([(1 << (8 * w)) - 1 for w in range(8)] + [(1 << 64) - 1] * 3, dtype=np.uint64)
+# Both masks at once: the 7-bit groups of a varint's first 8 bytes, of its w bytes.
+_LOW7_WIDTH = _LOW7 & _WIDTH_MASK
+# The three steps packing a word's 7-bit groups together: pairs, quads, the whole word
+# (the high part of each pair / quad / half moves down by ``shift`` onto the low part).
+_PACK_STEPS = (
+    (np.uint64(0x7F007F007F007F00), np.uint64(0x007F007F007F007F), np.uint64(1)),
+    (np.uint64(0x3FFF00003FFF0000), np.uint64(0x00003FFF00003FFF), np.uint64(2)),
+    (np.uint64(0x0FFFFFFF00000000), np.uint64(0x000000000FFFFFFF), np.uint64(4)),
+)
 # Of the two bytes after the first eight: nothing, the 9th's 7 bits, and the 10th's too.
 _HIGH_MASK = np.array([0] * 9 + [0x7F, 0x7F7F], dtype=np.uint64)
 
@@ -116,21 +125,29 @@ def read_packed_varints(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first[0] = 0
     first[1:] = last[:-1] + 1
     widths = last - first + 1
-    if widths.max() > 10:
+    widest = int(widths.max())
+    if widest > 10:
         raise WireError("a varint longer than 64 bits (more than 10 bytes)")
     padded = np.zeros(size + 16, np.uint8)
     padded[:size] = data
     # Every byte offset as an (unaligned) little-endian 8-byte word: bytes i..i+7.
     words = np.ndarray((size,), "<u8", padded, strides=(1,))
-    x = words[first] & _LOW7 & _WIDTH_MASK[widths]
-    x = ((x & np.uint64(0x7F007F007F007F00)) >> np.uint64(1)) | (x & np.uint64(0x007F007F007F007F))
-    x = ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2)) | (x & np.uint64(0x00003FFF00003FFF))
-    x = ((x & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4)) | (x & np.uint64(0x000000000FFFFFFF))
-    if widths.max() > 8:  # the 9th byte's 7 bits go to 56..62, the 10th byte's lowest to 63
+    x = words[first]
+    x &= _LOW7_WIDTH[widths]
+    for high_bits, low_bits, shift in _PACK_STEPS:  # in place: no temporary per step but one
+        part = x & high_bits
+        part >>= shift
+        x &= low_bits
+        x |= part
+    if widest > 8:  # the 9th byte's 7 bits go to 56..62, the 10th byte's lowest to 63
         high = np.ndarray((size,), "<u8", padded, offset=8, strides=(1,))[first]
         high &= _HIGH_MASK[widths]
-        x |= (high & np.uint64(0x7F)) << np.uint64(56)
-        x |= (high >> np.uint64(8)) << np.uint64(63)
+        part = high & np.uint64(0x7F)
+        part <<= np.uint64(56)
+        x |= part
+        high >>= np.uint64(8)
+        high <<= np.uint64(63)
+        x |= high
     return x.astype(np.uint64, copy=False), last
 
 
