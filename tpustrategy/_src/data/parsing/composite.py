@@ -59,10 +59,8 @@ def padded_rows(values: np.ndarray, counts: np.ndarray, row_shape: tuple[int, ..
         width = longest * stride
         if (counts == width).all():
             out.reshape(-1)[:] = values
-        else:
-            # Each value's place: its unit's row start, plus its position in the unit.
-            shift = np.arange(counts.size, dtype=np.int64) * width - (np.cumsum(counts) - counts)
-            out.reshape(-1)[np.arange(values.size, dtype=np.int64) + np.repeat(shift, counts)] = values
+        else:  # each unit's values fill the front of its row, in order (one boolean scatter)
+            out[np.arange(width) < counts[:, None]] = values
     return out.reshape(counts.size, longest, *row_shape)
 
 
