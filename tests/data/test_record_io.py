@@ -125,38 +125,37 @@ def test_resuming_at_every_yielded_offset_gives_the_rest_of_the_stream(tmp_path,
     assert seen > 0
 
 
-def test_a_flipped_data_byte_yields_the_good_records_then_raises_with_file_and_offset(tmp_path):
-    records = [bytes([i]) * 50 for i in range(100)]
+def _read_with_a_flipped_data_byte(tmp_path, records, bad, at, bit):
+    """Reads the records' file with byte ``at`` of record ``bad``'s data flipped by ``bit``:
+    (the records yielded before the DataLossError, the error, the path, the record's offset)."""
     data = bytearray(_encode(records))
-    bad_offset = 37 * 66  # record 37 starts here (each record is 50 + 16 bytes)
-    data[bad_offset + 12 + 5] ^= 0x01
+    bad_offset = sum(len(r) + 16 for r in records[:bad])
+    data[bad_offset + 12 + at] ^= bit
     path = os.path.join(tmp_path, "bad.tfrecord")
     open(path, "wb").write(bytes(data))
     got = []
     with pytest.raises(DataLossError) as info:
         for _, chunk in read_tfrecord_chunks(path):
             got += chunk
+    return got, info.value, path, bad_offset
+
+
+def test_a_flipped_data_byte_yields_the_good_records_then_raises_with_file_and_offset(tmp_path):
+    records = [bytes([i]) * 50 for i in range(100)]  # equal sizes: the strided framing
+    got, error, path, bad_offset = _read_with_a_flipped_data_byte(tmp_path, records, 37, 5, 0x01)
+    assert bad_offset == 37 * 66  # each record is 50 + 16 bytes
     assert got == records[:37]
-    message = str(info.value)
-    assert f"corrupted record at offset {bad_offset} in {path}: data CRC mismatch" in message
-    assert info.value.filename == path and info.value.offset == bad_offset
+    assert f"corrupted record at offset {bad_offset} in {path}: data CRC mismatch" in str(error)
+    assert error.filename == path and error.offset == bad_offset
 
 
 @pytest.mark.parametrize("bad", [0, 1, 23, 59])
 def test_a_flipped_data_byte_among_records_of_mixed_sizes_is_reported_at_its_record(tmp_path, bad):
     # Sizes that never repeat 8 times in a row: the record-by-record framing, not the strided one.
     records = [bytes([i % 251]) * (20 + i % 7) for i in range(60)]
-    data = bytearray(_encode(records))
-    bad_offset = sum(len(r) + 16 for r in records[:bad])
-    data[bad_offset + 12 + 3] ^= 0x10
-    path = os.path.join(tmp_path, "bad.tfrecord")
-    open(path, "wb").write(bytes(data))
-    got = []
-    with pytest.raises(DataLossError) as info:
-        for _, chunk in read_tfrecord_chunks(path):
-            got += chunk
+    got, error, _, bad_offset = _read_with_a_flipped_data_byte(tmp_path, records, bad, 3, 0x10)
     assert got == records[:bad]
-    assert info.value.offset == bad_offset and "data CRC mismatch" in str(info.value)
+    assert error.offset == bad_offset and "data CRC mismatch" in str(error)
 
 
 def test_a_flipped_length_byte_is_reported_as_a_length_crc_mismatch(tmp_path):
