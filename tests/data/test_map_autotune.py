@@ -127,3 +127,29 @@ def test_an_element_error_comes_in_its_place_on_either_side(trial, winner):
     kept = Dataset.range(N).map(failing_at_4000, num_parallel_calls=tpsd.AUTOTUNE).ignore_errors()
     values = [int(x) for x, _ in kept.with_options(options())]
     assert values == [x for x in range(N) if x != 4000]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_the_threads_rate_counts_only_what_they_mapped_in_the_window(monkeypatch):
+    """Elements the threads had mapped before the window opened (waiting for the consumer) are not
+    counted; elements mapped in the window and still waiting at its end are."""
+    clock = _Clock()
+    monkeypatch.setattr(parallel_map, "time", clock)
+    monkeypatch.setattr(parallel_map, "_CHOICES", type(parallel_map._CHOICES)())
+    sh = parallel_map._MapShared.__new__(parallel_map._MapShared)
+    sh.cond, sh.active = threading.Condition(), 2
+    sh.results = {7: (None, [0] * 5, None)}  # 5 mapped before the window, not yet taken
+    tune = parallel_map._Tuner(tagged)
+    tune.tick(sh, 3, 0.0, 2)  # the warm chunk: the window opens
+    clock.now += 1.0
+    sh.results = {9: (None, [0] * 2, None)}  # the 5 were taken; 2 mapped since, still waiting
+    tune.tick(sh, 5 + 4, 1.0, 2)  # delivered in the window: the 5 and 4 more
+    assert tune.phase == "draining"
+    assert tune.threads_rate == pytest.approx(4 + 2)  # per second: 4 delivered + 2 waiting
