@@ -92,13 +92,16 @@ def run_tf_config_job(tmp: pathlib.Path, fault: str, victim: int, heartbeat: str
             env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True))
     ended: dict[int, float] = {}
     survivors = [i for i in range(n) if i != victim or fault == "none"]
+    # A victim that raises ends on its own, but may finish its own exit after a survivor (a loaded
+    # machine): its exit code is waited for too, not read at the moment the survivors ended.
+    awaited = survivors + ([victim] if fault == "raise" else [])
     try:
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             for i, proc in enumerate(procs):
                 if i not in ended and proc.poll() is not None:
                     ended[i] = time.time()
-            if all(i in ended for i in survivors):
+            if all(i in ended for i in awaited):
                 break
             time.sleep(0.05)
         codes = {i: proc.poll() for i, proc in enumerate(procs)}
