@@ -47,7 +47,7 @@ _KEEP = "keep"
 _refs = sys.getrefcount
 
 
-def _copy(x: jax.Array) -> jax.Array:
+def _copy(x: jax.Array) -> Any:
     """A copy of ``x`` where it lies (a device copy, no program), donated in its place."""
     return jax.device_put(x, x.sharding, may_alias=False)
 
@@ -58,10 +58,12 @@ def _sole_in_list() -> int:
 
     class StandIn:
         __slots__ = ("_value",)
+        _value: object
 
     holder = StandIn()
     holder._value = object()
-    inputs = [] + frames.global_values([holder])  # type: ignore[list-item]
+    empty: list[Any] = []
+    inputs = empty + frames.global_values([holder])  # type: ignore[list-item]
     return _refs(inputs[0])
 
 
