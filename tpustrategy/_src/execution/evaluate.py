@@ -21,6 +21,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from tpustrategy._src.execution import jaxpr_tools
+from tpustrategy._src.jax_shims import rule_tables
 
 _CONSTRAINT = jaxpr_tools.CORE_SHARDING
 
@@ -34,7 +35,7 @@ def _batched_spec(spec: Any, dim: Any) -> Any:
     return P(*parts)
 
 
-core_sharding_p = jaxpr_tools.identity_primitive(_CONSTRAINT, "spec", _batched_spec)
+core_sharding_p = rule_tables.identity_primitive(_CONSTRAINT, "spec", _batched_spec)
 
 
 def annotate(x: Any, spec: Any) -> Any:
