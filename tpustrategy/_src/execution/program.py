@@ -261,7 +261,8 @@ class Program:
             self._mode = _KEEP  # held elsewhere from the start (a value the user kept): as before
             return False
         index = {id(v): j for j, v in enumerate(self.variables)}
-        if self._token is None and not self._has_results() and all(id(v) in index for v in self.written):
+        has_results = self._w0 > 0 or bool(self.local_copies)
+        if self._token is None and not has_results and all(id(v) in index for v in self.written):
             # The new value that will stand for the program in the bound on programs in flight
             # (``_finish``'s choice, made now from the old values' sizes): it is not donated.
             sizes = [int(inputs[n + index[id(v)]].nbytes) or 1 << 62 for v in self.written]
@@ -269,9 +270,6 @@ class Program:
         self._donate = self._donating()
         self._mode = _DONATE if self._donate is not None else _KEEP
         return self._donate is not None
-
-    def _has_results(self) -> bool:
-        return self._w0 > 0 or bool(self.local_copies)
 
     def _copying(self) -> Any:
         """The generated call's dispatch when a written variable's old value is held elsewhere:

@@ -29,8 +29,12 @@ from tpustrategy._src.sparse.batching import (
 )
 
 OBJECT = np.dtype(object)
-#: The set of leaf types of a list of plain ``bytes`` (a C-speed check before the isinstance walk).
 _BYTES_ONLY = {bytes}
+
+
+def _all_bytes(items: Sequence[Any]) -> bool:
+    """Whether every item is ``bytes`` (or a subclass): one C-level pass over the types first."""
+    return set(map(type, items)) == _BYTES_ONLY or all(isinstance(x, bytes) for x in items)
 
 _DTYPE_NAMES = {"string": OBJECT, "str": OBJECT, "bytes": OBJECT, "object": OBJECT}
 
@@ -263,7 +267,7 @@ def _bytes_subclass_array(value: Any) -> np.ndarray | None:
         arr = np.asarray(value, dtype=OBJECT)
     except ValueError:
         return None
-    if arr.size and all(isinstance(v, bytes) for v in arr.reshape(-1).tolist()):
+    if arr.size and _all_bytes(arr.reshape(-1).tolist()):
         return _strings_to_object(arr)
     return None
 
@@ -303,7 +307,7 @@ def stack_leaves(leaves: Sequence[Any], api: str, path: str = "") -> np.ndarray:
     if isinstance(first, bytes):
         out = np.empty(len(leaves), dtype=OBJECT)
         out[:] = leaves
-        if set(map(type, leaves)) != _BYTES_ONLY and not all(isinstance(x, bytes) for x in leaves):
+        if not _all_bytes(leaves):
             _raise_mixed(leaves, api, path)
         return out
     if isinstance(first, np.ndarray) and first.ndim > 0:
@@ -328,8 +332,7 @@ def stack_leaves(leaves: Sequence[Any], api: str, path: str = "") -> np.ndarray:
             if _shape_of(x) != shape:
                 _raise_shape_mismatch(api, path, shape, i, _shape_of(x))
         _raise_mixed(leaves, api, path)
-    if out.dtype == OBJECT and set(map(type, out.reshape(-1).tolist())) != _BYTES_ONLY and not all(
-            isinstance(x, bytes) for x in out.reshape(-1)):
+    if out.dtype == OBJECT and not _all_bytes(out.reshape(-1).tolist()):
         _raise_mixed(leaves, api, path)
     return out
 
