@@ -462,6 +462,48 @@ def test_message_round_trip_over_a_socket_pair():
         recv.close()
 
 
+def test_results_are_lent_from_shared_memory_and_their_slot_comes_back_when_they_are_gone():
+    """A worker's result (a named slot) unpickles to views of that slot; the slot is free again
+    once its arrays are gone; beyond `LEND` held slots results are copied, and no held array
+    ever changes while more messages arrive."""
+    import socket
+
+    from tpustrategy._src.data.parallel import channel
+
+    a, b = socket.socketpair()
+    worker, parent = processes.Channel(a, slots=channel.RESULT_SLOTS), processes.Channel(b)
+    try:
+        def round_trip(i):
+            slot = parent.next_slot()
+            worker.send(("ok", i, np.full(4096, i, np.int32)), slot)
+            return slot, parent.recv(lend=True)
+
+        held = []
+        lent0, copied0 = processes.STATS["lent"], processes.STATS["copied"]
+        for i in range(channel.LEND + 3):  # the consumer keeps them all
+            held.append(round_trip(i))
+        assert processes.STATS["lent"] - lent0 == channel.LEND
+        assert processes.STATS["copied"] - copied0 == 3
+        assert len({slot for slot, _ in held[: channel.LEND]}) == channel.LEND
+        for i, (_, (_, j, arr)) in enumerate(held):
+            assert j == i and arr.flags.writeable and (arr == i).all()
+        first_slot = held[0][0]
+        view = held[0][1][2][:10]  # a view of a view keeps the slot lent
+        del held[0]
+        gc.collect()
+        busy = {round_trip(100 + k)[0] for k in range(3)}  # answered and dropped at once: slots come back
+        assert first_slot not in busy
+        assert (view == 0).all()
+        del view
+        gc.collect()
+        assert round_trip(200)[0] == first_slot  # free again: the lowest free slot
+        for i, (_, (_, _, arr)) in enumerate(held):
+            assert (arr == i + 1).all()
+    finally:
+        worker.close()
+        parent.close()
+
+
 # --------------------------------------------------------------------------- parsing inside the function
 
 FEATURES = {

@@ -51,10 +51,15 @@ from tpustrategy._src.data.core.iterator import NodeIterator
 from tpustrategy._src.data.parallel.channel import AVAILABLE as AVAILABLE
 from tpustrategy._src.data.parallel.channel import DEPTH as DEPTH
 from tpustrategy._src.data.parallel.channel import INLINE_MAX_BYTES as INLINE_MAX_BYTES
+from tpustrategy._src.data.parallel.channel import (
+    RESULT_SLOTS,
+    RemoteError,
+    _signal_name,
+    pack_elements,
+)
 from tpustrategy._src.data.parallel.channel import SHM_MIN_BYTES as SHM_MIN_BYTES
 from tpustrategy._src.data.parallel.channel import STATS as STATS
 from tpustrategy._src.data.parallel.channel import Channel as Channel
-from tpustrategy._src.data.parallel.channel import RemoteError, _signal_name, pack_elements
 from tpustrategy._src.data.parallel.sendable import pickle_task as pickle_task
 from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, read_chunk
 from tpustrategy._src.errors import InternalError
@@ -169,7 +174,7 @@ def worker_main(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent = os.getppid()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tpsd-watch-parent").start()
-    sock = Channel(socket.socket(fileno=fd))
+    sock = Channel(socket.socket(fileno=fd), slots=RESULT_SLOTS)
     try:
         init = sock.recv()
     except EOFError:
@@ -184,7 +189,7 @@ def worker_main(fd: int) -> None:
     map_chunk = getattr(task, "map_chunk", None)  # a task that maps a whole chunk (MapBatchTask)
     while True:
         try:
-            cid, elems = sock.recv()
+            cid, elems, slot = sock.recv()
         except (EOFError, ConnectionError, OSError):
             return
         if cid == "task":  # a parked pool adopted by another map: its function replaces this one
@@ -200,7 +205,7 @@ def worker_main(fd: int) -> None:
         outs, fatal = map_chunk(elems) if map_chunk is not None else map_elements(task, elems)
         dt = time.perf_counter() - t0
         try:
-            sock.send(("ok", cid, outs, dt, fatal))
+            sock.send(("ok", cid, outs, dt, fatal), slot)
         except (EOFError, ConnectionError, BrokenPipeError):
             return
         except Exception:  # a result that cannot be pickled: fail those elements only
@@ -214,7 +219,7 @@ def worker_main(fd: int) -> None:
                         f"Dataset.map: the map function's result ({type(out).__name__}) cannot be sent from the "
                         f"worker process: {e}.\nFix: return NumPy arrays, bytes, Python scalars or tuples/dicts "
                         "of them, or set Options().threading.experimental_worker_processes = False.")))
-            sock.send(("ok", cid, fixed, dt, fatal))
+            sock.send(("ok", cid, fixed, dt, fatal), slot)
         if fatal is not None:
             return
 
@@ -323,7 +328,7 @@ class ProcessPool:
         self._task = task
         try:
             for w in self.workers:
-                w.sock.send(("task", task))
+                w.sock.send(("task", task, None))
             self._await_ready()
         except BaseException:
             self.close()
@@ -344,10 +349,14 @@ class ProcessPool:
 
     def submit(self, w: _Worker, cid: int, elems: list[Any]) -> None:
         """Sends a chunk to ``w`` (an element that cannot be pickled raises here, and nothing is sent)."""
+        slot = w.sock.next_slot()
         try:
-            w.sock.send((cid, pack_elements(elems)))
+            w.sock.send((cid, pack_elements(elems), slot))
         except (BrokenPipeError, ConnectionError):
             pass  # the worker died; its end-of-file reports it
+        except BaseException:
+            w.sock.unassign(slot)
+            raise
         w.cids.append(cid)
 
     def receive(self, timeout: float | None) -> list[tuple[_Worker, Any]]:
@@ -363,7 +372,7 @@ class ProcessPool:
         for s in ready:
             w = by_sock[s]  # type: ignore[index]
             try:
-                out.append((w, w.sock.recv()))
+                out.append((w, w.sock.recv(lend=True)))
             except (EOFError, ConnectionError):
                 try:
                     code = w.proc.wait(_GRACE_S)

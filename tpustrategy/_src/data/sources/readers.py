@@ -29,7 +29,7 @@ from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.core.options import AUTOTUNE
 from tpustrategy._src.data.core.structure import OBJECT, TensorSpec
-from tpustrategy._src.data.sources import _compression, record_io
+from tpustrategy._src.data.sources import _compression, record_io, record_spans
 from tpustrategy._src.data.sources.from_tensors import TensorSliceDataset
 from tpustrategy._src.data.transformations.interleave import (
     InterleaveIterator,
@@ -271,6 +271,21 @@ class TFRecordDataset(_ReaderDataset):
         return record_io.read_tfrecord_chunks(
             path, compression_type=self.compression_type, start_offset=start_offset, buffer_size=self.buffer_size
         )
+
+    def _batch_span_map_iterator(self, ctx: IterContext, batch_size: int, drop_remainder: bool, map_node: Any,
+                                 workers: int, mode: str, unfused: Callable[[], NodeIterator]) -> NodeIterator | None:
+        """``batch(batch_size).map(...)`` over this reader with the reading in worker processes
+        (`record_spans.SpanMapIterator`); None for compressed files or parallel reads."""
+        if self.compression_type or self.num_parallel_reads not in (None, 1):
+            return None
+        block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
+        files = self.filenames
+
+        def source() -> record_spans.SpanSource:
+            return record_spans.SpanSource(files._make_iterator(ctx), batch_size, drop_remainder, block)
+
+        return record_spans.SpanMapIterator(source, unfused, map_node, workers, mode,
+                                            ctx.options.threading.max_intra_op_parallelism)
 
 
 class TextLineDataset(_ReaderDataset):

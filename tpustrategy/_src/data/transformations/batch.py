@@ -96,6 +96,15 @@ class BatchDataset(Dataset):
         return it
 
 
+    def _span_map_iterator(self, ctx: IterContext, map_node: Any, workers: int, mode: str,
+                           unfused: Callable[[], NodeIterator]) -> NodeIterator | None:
+        """A parallel map over this batch with reading in worker processes, where the input reader
+        describes batches as byte ranges (`TFRecordDataset`); else None."""
+        make = getattr(self.inputs[0], "_batch_span_map_iterator", None)
+        if make is None or self.num_parallel_calls is not None:
+            return None
+        return make(ctx, self.batch_size, self.drop_remainder, map_node, workers, mode, unfused)
+
     def _batcher(self, it: NodeIterator) -> NodeIterator:
         """This batch over ``it`` (the unfused pipeline a fused map + batch falls back to)."""
         return BatchIterator(it, self.batch_size, self.drop_remainder)
@@ -105,8 +114,27 @@ class BatchIterator(NodeIterator):
     def __init__(self, it: NodeIterator, batch_size: int, drop_remainder: bool):
         self._it, self._n, self._drop = it, batch_size, drop_remainder
         self._done = False
+        self._pending: Exception | None = None
+
+    def _next_many(self, n: int) -> list[Any]:
+        """Up to ``n`` batches; an input error after some of them comes at the next call, so that
+        the batches before it are delivered (a parallel map or prefetch reads batches in chunks)."""
+        out: list[Any] = []
+        try:
+            for _ in range(n):
+                out.append(self.__next__())
+        except StopIteration:
+            pass
+        except Exception as e:
+            if not out:
+                raise
+            self._pending = e
+        return out
 
     def __next__(self) -> Any:
+        if self._pending is not None:
+            err, self._pending = self._pending, None
+            raise err
         if self._done:
             raise StopIteration
         got = pull_batch(self._it, self._n, "Dataset.batch")
@@ -124,6 +152,7 @@ class BatchIterator(NodeIterator):
         check_state(state, ("input", "done"), "batch")
         self._it.set_state(state["input"])
         self._done = bool(state["done"])
+        self._pending = None
 
     def close(self) -> None:
         self._it.close()

@@ -127,16 +127,32 @@ class MapDataset(Dataset):
         return self.inputs[0].cardinality()
 
     def _make_iterator(self, ctx: IterContext) -> NodeIterator:
-        it = self.inputs[0]._make_iterator(ctx)
         workers = resolve_parallelism(self.num_parallel_calls, "Dataset.map", options=ctx.options)
         if workers is None:
-            return _MapIterator(it, self.fn)
+            return _MapIterator(self.inputs[0]._make_iterator(ctx), self.fn)
+        spans = self._make_span_iterator(ctx, workers)
+        return spans if spans is not None else self._parallel_iterator(ctx, workers)
+
+    def _make_span_iterator(self, ctx: IterContext, workers: int) -> NodeIterator | None:
+        """``TFRecordDataset(...).batch(n).map(fn, parallel)`` with reading and mapping in worker processes
+        (`sources.record_spans`), where the input is such a batch and processes are an option; else None."""
+        make = getattr(self.inputs[0], "_span_map_iterator", None)  # a batch over an uncompressed TFRecord reader
+        if make is None or workers < 2:
+            return None
+        mode = self._process_mode(ctx, workers, FUSED_PROCESSES_MIN_CPUS)
+        if mode == "off":
+            return None
+        return make(ctx, self, workers, mode, lambda: self._parallel_iterator(ctx, workers, processes=False))
+
+    def _parallel_iterator(self, ctx: IterContext, workers: int, processes: bool = True) -> NodeIterator:
+        """The parallel map on threads, moving to worker processes where the function is costly (unless not ``processes``)."""
+        it = self.inputs[0]._make_iterator(ctx)
         threading_opts = ctx.options.threading
         # Measured on 2 cores, one hand-off per element costs more than the second core gives: 0.75x of
         # one thread for a 65 µs function, 0.6x for batch(256).map(parse_example) of 3 KB records (2-5 ms
         # an element; the records' copies cost more than the parse): element-wise processes are chosen
         # by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
-        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS)
+        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS) if processes else "off"
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
                                   threading_opts.max_intra_op_parallelism, self._warn_threads, self,
                                   tune=self.num_parallel_calls == AUTOTUNE and mode == "off")
@@ -174,19 +190,23 @@ class MapDataset(Dataset):
         return MapBatchIterator(it, self.fn, batch_size, drop_remainder, workers, mode, self,
                                 ctx.options.threading.max_intra_op_parallelism, batcher)
 
-    def _worker_task(self, batch_size: int | None = None) -> bytes | None:
-        """``fn`` pickled for worker processes (once per dataset and batch size), or None after one warning.
+    def _worker_task(self, batch_size: int | None = None, wrap: Callable[[Any], Any] | None = None) -> bytes | None:
+        """``fn`` pickled for worker processes (once per dataset, batch size and wrapper), or None after one warning.
 
-        With ``batch_size`` the task maps and stacks whole batches (`processes.MapBatchTask`).
+        With ``batch_size`` the task maps and stacks whole batches (`processes.MapBatchTask`); ``wrap``
+        wraps the task (`record_spans.SpanMapTask`: the worker reads its input first).
         """
         if self._tasks is None:
             self._tasks = {}
-        if batch_size not in self._tasks:
+        key = (batch_size, wrap)
+        if key not in self._tasks:
             task: Any = functools.partial(call_map_fn, self.fn)
             if batch_size is not None:
                 task = processes.MapBatchTask(task, batch_size)
-            self._tasks[batch_size] = processes.pickle_task(task, self.fn)
-        payload, why = self._tasks[batch_size]
+            if wrap is not None:
+                task = wrap(task)
+            self._tasks[key] = processes.pickle_task(task, self.fn)
+        payload, why = self._tasks[key]
         if payload is None:
             self._warn_threads(why)
         return payload

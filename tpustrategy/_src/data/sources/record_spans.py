@@ -1,0 +1,589 @@
+"""``TFRecordDataset(files).batch(n).map(fn, num_parallel_calls)`` with the reading in worker processes.
+
+In the fused map + batch (`transformations.map_batch`) this process still reads every record and
+sends it to a worker: reading (pread, framing, checksums, cutting ~1.3 µs a 3 KB record) and the
+records' trip to the worker stay on one core, and batched pipelines did not scale from one core
+to two. Here this process only *describes* each batch -- the byte range of its records in each
+file it spans (`Span`) -- and the worker reads the range itself, checks every length and data
+checksum, cuts the records, batches them as ``Dataset.batch`` does and maps the batch; only the
+map's result crosses back.
+
+Describing a batch (`SpanSource`) costs almost nothing where a file's records all have one size,
+as fixed-size features give: the first record's header gives the size ``S``, and when the rest of
+the file is a whole number of ``S``-byte records the batch's range is arithmetic. That guess is
+checked by the worker, which frames the range for real. Any other file is framed here, block by
+block (the headers only; ~0.45 µs a 3 KB record).
+
+`SpanMapIterator` keeps the elements, errors and checkpoints of the unfused pipeline
+(``ParallelMapIterator(BatchIterator(ReaderIterator))``), whose state layout it shares:
+
+* It starts on that pipeline while the worker pool starts in the background and moves to the
+  workers at a chunk boundary once the pool is ready (a parked pool is adopted at once).
+* Whatever is not the plain case -- a damaged or truncated record, a file that cannot be opened,
+  a guessed size that was wrong, a map function raising for a batch -- hands the stream, from the
+  start of that chunk, back to the unfused pipeline, which reads the same records again and
+  delivers exactly what it always delivers there (and the rest of the stream).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tpustrategy._src.data.core.iterator import NodeIterator, check_state
+from tpustrategy._src.data.core.structure import stack
+from tpustrategy._src.data.parallel import parking, processes
+from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
+from tpustrategy._src.data.sources import record_io
+from tpustrategy._src.data.sources._crc import crc32c, mask
+from tpustrategy._src.errors import DataLossError
+
+_HEADER, _FOOTER = 12, 4
+_unpack_header = struct.Struct("<QI").unpack_from
+
+# A stream that the unfused pipeline has fed this long (mode "auto") starts a pool in the background: a
+# worker's start costs ~0.5 s of CPU, more than a short stream (a test's, a small evaluation) gains. A
+# parked pool (the last pass's, or the last epoch's) is adopted from the first batch.
+POOL_AFTER_S = 0.05
+# A worker reads a batch's bytes this many at a time (one read for batches up to 1 MiB: fewer, larger reads
+# measured 1.5 vs 2.3 µs a 3 KB record at 256 KiB).
+SPAN_BLOCK = 1 << 20
+# A segment of a batch: ``(path, offset, end, count)``: ``count`` records fill bytes [offset, end).
+Segment = tuple[str, int, int, int]
+
+
+class SpanFallback(Exception):
+    """The next batch cannot be described here (a file that cannot be opened or framed, a name that
+    is not a string): the unfused pipeline reads it from ``state`` (the batch state before it)."""
+
+    def __init__(self, why: str, state: Any = None):
+        super().__init__(why)
+        self.state = state
+
+
+class Span(tuple):
+    """One batch's records, as segments of files (a batch may cross from one file to the next)."""
+
+    __slots__ = ()
+
+
+# --------------------------------------------------------------------------- this process: describing batches
+
+
+class _File:
+    """A file being cut into batches: its size and the offsets of the records not yet handed out.
+
+    ``stride`` > 0: the rest of the file is ``left`` records of ``stride`` bytes (the first header's
+    size; the workers check it). Otherwise ``bounds`` holds the boundaries of records framed here.
+    """
+
+    def __init__(self, path: str, offset: int, block: int):
+        self.path, self.block = path, block
+        try:
+            self.fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise SpanFallback(f"cannot open {path}: {e}") from None
+        self.pos = offset
+        self.stride = 0
+        self.left = 0
+        self.bounds: list[int] = [offset]
+        self._cache: dict[bytes, int] = {}
+        try:
+            self.size = os.fstat(self.fd).st_size
+            if offset > self.size:
+                raise SpanFallback(f"offset {offset} is past the end of {path}")
+            if offset < self.size:
+                size = self._record_size(offset)
+                if (self.size - offset) % size == 0:
+                    self.stride, self.left = size, (self.size - offset) // size
+        except BaseException:
+            self.close()
+            raise
+
+    def _record_size(self, at: int) -> int:
+        hdr = os.pread(self.fd, _HEADER, at)
+        if len(hdr) < _HEADER:
+            raise SpanFallback(f"a truncated header at {at} in {self.path}")
+        length, stored = _unpack_header(hdr)
+        if mask(crc32c(hdr[:8])) != stored:
+            raise SpanFallback(f"a length checksum mismatch at {at} in {self.path}")
+        return length + _HEADER + _FOOTER
+
+    def take(self, n: int) -> Segment | None:
+        """The next up to ``n`` records (None when the file has no more)."""
+        if self.stride:
+            c = min(n, self.left)
+            if not c:
+                return None
+            start = self.pos
+            self.pos += c * self.stride
+            self.left -= c
+            return self.path, start, self.pos, c
+        while len(self.bounds) <= n and self._frame_more():
+            pass
+        c = min(n, len(self.bounds) - 1)
+        if not c:
+            return None
+        start, end = self.bounds[0], self.bounds[c]
+        del self.bounds[:c]
+        self.pos = end
+        return self.path, start, end, c
+
+    def _frame_more(self) -> bool:
+        """Frames the next block after the last known boundary; False at the end of the file."""
+        at = self.bounds[-1]
+        if at >= self.size:
+            return False
+        buf = os.pread(self.fd, min(self.block, self.size - at), at)
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        pos, found = 0, []
+        while True:
+            count, size = record_io._frame_stride(buf, arr, pos, 1 << 30, self._cache)
+            if count:
+                found.extend(range(at + pos + size, at + pos + count * size + 1, size))
+                pos += count * size
+                continue
+            starts, end, bad = record_io._frame(buf, pos, 4096, self._cache)
+            if not starts:
+                break
+            found.extend(at + s for s in starts[1:])
+            found.append(at + end)
+            pos = end
+        if not found:  # one record longer than a block, or damage: its own header says
+            size = self._record_size(at)
+            if at + size > self.size:
+                raise SpanFallback(f"a truncated record at {at} in {self.path}")
+            found.append(at + size)
+        self.bounds.extend(found)
+        return True
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class SpanSource(NodeIterator):
+    """The batches of a ``TFRecordDataset(...).batch(n, drop_remainder)`` as `Span`s.
+
+    Its state is the batch iterator's over the reader's (``{"input": {"files", "file_index",
+    "path", "offset", "skip"}, "done"}``): a checkpoint restores into either pipeline.
+    """
+
+    def __init__(self, files: NodeIterator, batch_size: int, drop_remainder: bool, block: int):
+        self._files, self._n, self._drop, self._block = files, batch_size, drop_remainder, block
+        self._file: _File | None = None
+        self._path: str | None = None
+        self._file_index = -1
+        self._done = False
+        self._broken: SpanFallback | None = None
+        self._ended = False  # after a fallback: the stream of spans ends here
+
+    def _open_next(self) -> bool:
+        try:
+            name = self._files.__next__()
+        except StopIteration:
+            return False
+        if not isinstance(name, (bytes, str)):
+            raise SpanFallback("a file name that is not a string")
+        self._path = os.fsdecode(name)
+        self._file_index += 1
+        self._file = _File(self._path, 0, self._block)
+        return True
+
+    def _next_span(self) -> Span:
+        if self._done:
+            raise StopIteration
+        segments: list[Segment] = []
+        need = self._n
+        while need:
+            if self._file is None and not self._open_next():
+                break
+            assert self._file is not None
+            seg = self._file.take(need)
+            if seg is None:
+                self._close_file()
+                continue
+            segments.append(seg)
+            need -= seg[3]
+        if need:
+            self._done = True
+            if not segments or self._drop:
+                raise StopIteration
+        return Span(segments)
+
+    def __next__(self) -> Span:
+        out = self._next_many(1)
+        if not out:
+            raise StopIteration
+        return out[0]
+
+    def _next_many(self, n: int) -> list[Any]:
+        if self._broken is not None:
+            err, self._broken = self._broken, None
+            self._ended = True
+            raise err
+        if self._ended:
+            return []
+        out: list[Any] = []
+        for _ in range(n):
+            state = self.get_state()
+            try:
+                out.append(self._next_span())
+            except StopIteration:
+                break
+            except SpanFallback as e:
+                e.state = state
+                if out:
+                    self._broken = e
+                    break
+                self._ended = True
+                raise
+        return out
+
+    def get_state(self) -> dict[str, Any]:
+        f = self._file
+        reader = {"files": self._files.get_state(), "file_index": self._file_index,
+                  "path": self._path if f is not None else None, "offset": f.pos if f is not None else 0, "skip": 0}
+        return {"input": reader, "done": self._done}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "done"), "batch")
+        reader = check_state(state["input"], ("files", "file_index", "path", "offset", "skip"), "TFRecordDataset")
+        self._close_file()
+        self._broken, self._ended = None, False
+        self._files.set_state(reader["files"])
+        self._file_index = int(reader["file_index"])
+        self._done = bool(state["done"])
+        self._path = reader["path"]
+        if self._path is None:
+            return
+        self._file = _File(self._path, int(reader["offset"]), self._block)
+        skip = int(reader["skip"])
+        while skip:
+            seg = self._file.take(skip)
+            if seg is None:
+                break
+            skip -= seg[3]
+
+    def _close_file(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        self._close_file()
+        self._files.close()
+
+
+# --------------------------------------------------------------------------- the worker: reading a batch
+
+
+def read_span(span: Span, block: int = SPAN_BLOCK) -> list[bytes]:
+    """The records of ``span``, every length and data checksum checked (DataLossError if not as described).
+
+    Read ``block`` bytes at a time: a block's records are cut while it is in the core's cache.
+    """
+    records: list[bytes] = []
+    for path, offset, end, count in span:
+        got: list[bytes] = []
+        for _, chunk in record_io._tfrecord_chunks(path, "", offset, max(min(end - offset, block), _HEADER)):
+            got.extend(chunk[: count - len(got)])
+            if len(got) >= count:
+                break
+        if len(got) != count or offset + sum(map(len, got)) + (_HEADER + _FOOTER) * count != end:
+            raise DataLossError(f"the records of {path} between {offset} and {end} are not the {count} "
+                                "records this batch was framed with (the file changed while being read?)",
+                                filename=path, offset=offset)
+        records.extend(got)
+    return records
+
+
+class SpanMapTask:
+    """The worker's task: reads a `Span`, batches its records as ``Dataset.batch`` does, maps the batch."""
+
+    def __init__(self, task: Callable[[Any], Any]):
+        self.task = task
+
+    def __call__(self, span: Span) -> Any:
+        return self.task(stack(read_span(span), "Dataset.batch"))
+
+
+# --------------------------------------------------------------------------- this process: the stream
+
+
+class SpanMapIterator(NodeIterator):
+    """``TFRecordDataset(files).batch(n).map(fn, parallel)`` with reading, batching and mapping in workers.
+
+    Args:
+      source: builds a fresh `SpanSource` (over a fresh file-name iterator).
+      unfused: builds the unfused pipeline's iterator (whose state layout this one shares).
+      owner: the `MapDataset` (pickles the function, warns once).
+      workers: worker processes.
+      mode: "on" (waits for the pool before the first batch) or "auto" (the unfused pipeline
+        delivers while the pool starts).
+      intra_op: threads NumPy/BLAS may use in one worker.
+    """
+
+    def __init__(self, source: Callable[[], SpanSource], unfused: Callable[[], NodeIterator], owner: Any,
+                 workers: int, mode: str, intra_op: int | None = None):
+        self._make_source, self._make_unfused = source, unfused
+        self._owner, self._workers, self._mode, self._intra_op = owner, workers, mode, intra_op
+        self._inproc: NodeIterator | None = None  # the unfused pipeline: before the pool is ready, after a hand-over
+        self._source: SpanSource | None = None
+        self._runner: processes.ProcessMapRunner | None = None
+        self._pool: processes.ProcessPool | None = None
+        self._pool_finalizer: Any = None
+        self._pool_thread: threading.Thread | None = None
+        self._starting: _Starting | None = None
+        self._chunk: list[Any] = []
+        self._pos = 0
+        self._chunk_state: Any = None
+        self._pending: BaseException | None = None
+        self._done = False
+        self._started = False
+        self._t0 = 0.0
+        self._payload: bytes | None = None
+        self._stay = False  # the unfused pipeline delivers the rest of the stream
+
+    # ------------------------------------------------------------------ the stream
+
+    def _unfused(self) -> NodeIterator:
+        if self._inproc is None:
+            self._inproc = self._make_unfused()
+        return self._inproc
+
+    def __next__(self) -> Any:
+        while True:
+            if self._pos < len(self._chunk):
+                x = self._chunk[self._pos]
+                self._pos += 1
+                return x
+            if self._pending is not None:
+                err, self._pending = self._pending, None
+                self._done = True
+                raise err
+            if self._runner is not None:
+                self._fill()
+                continue
+            if self._done:
+                raise StopIteration
+            if not self._started:
+                self._start()
+            if self._pool is None and not self._stay and time.perf_counter() - self._t0 >= POOL_AFTER_S:
+                self._launch()
+            if self._pool_thread is not None and not self._pool_thread.is_alive():
+                self._pool_ready()
+            if self._runner is None:
+                try:
+                    return self._unfused().__next__()
+                except StopIteration:
+                    self._done = True
+                    self._park_unused()
+                    raise
+
+    def _start(self) -> None:
+        """At the first element: a parked pool is adopted at once; "on" starts one and waits for it."""
+        self._started = True
+        self._t0 = time.perf_counter()
+        self._payload = self._owner._worker_task(wrap=SpanMapTask)
+        if self._payload is None:  # warned: the unfused pipeline delivers everything
+            self._stay = True
+            return
+        pool = parking.adopt_pool(self._payload, self._workers, self._intra_op)
+        if pool is not None:
+            self._pool = pool
+            self._pool_finalizer = weakref.finalize(self, pool.close)
+            self._pool_ready()
+        elif self._mode == "on":
+            self._launch()
+            assert self._pool_thread is not None
+            self._pool_thread.join()
+            self._pool_ready()
+
+    def _launch(self) -> None:
+        """Starts a pool in the background (the unfused pipeline delivers meanwhile)."""
+        assert self._payload is not None
+        pool = processes.ProcessPool(self._payload, self._workers, self._intra_op)
+        self._pool = pool
+        self._pool_finalizer = weakref.finalize(self, pool.close)
+        self._starting = _Starting()
+        self._pool_thread = threading.Thread(target=_start_pool, args=(pool, self._starting),
+                                             name="tpsd-record-spans-pool-start", daemon=True)
+        self._pool_thread.start()
+
+    def _pool_ready(self) -> None:
+        """The pool started (or failed): the stream moves to it here (or stays, after one warning)."""
+        self._pool_thread = None
+        pool = self._pool
+        if self._stay or pool is None:
+            return
+        error = self._starting.error if self._starting is not None else None
+        if error is not None or pool.closed:
+            self._end_processes()
+            self._owner._warn_threads(f"a worker process could not load it: {error}")
+            self._stay = True
+            return
+        inproc, self._inproc = self._inproc, None
+        state = inproc.get_state() if inproc is not None else None
+        if inproc is not None:
+            inproc.close()
+        source = self._make_source()
+        try:
+            if state is not None:
+                source.set_state(state["input"])
+                source._skip(int(state["skip"]))
+        except SpanFallback:  # the position cannot be described here: the unfused pipeline goes on
+            source.close()
+            self._end_processes()
+            self._stay = True
+            self._inproc = self._make_unfused()
+            if state is not None:
+                self._inproc.set_state(state)
+            return
+        self._source = source
+        self._chunk_state = source.get_state()
+        self._runner = processes.ProcessMapRunner(pool, source)
+
+    def _fill(self) -> None:
+        """The next chunk of mapped batches (or the end, or the stream handed over)."""
+        assert self._runner is not None
+        try:
+            state, outs, err = self._runner.next_chunk()
+        except BaseException:
+            self._done = True
+            self._end_processes()
+            raise
+        if type(outs) is FailedChunk:
+            first = next((x.error for x in outs if type(x) is ElementError), None)
+            if isinstance(first, SpanFallback) and first.state is not None:
+                state = first.state
+            self._hand_over({"input": state, "skip": 0})
+            return
+        if err is not None:
+            if not outs:
+                self._done = True
+                self._end_processes()
+                raise err
+            self._pending = err
+        elif not outs:  # the end: the position stays after the last element delivered
+            self._done = True
+            self._park()
+            return
+        self._chunk_state, self._chunk, self._pos = state, outs, 0
+
+    def _hand_over(self, state: dict[str, Any]) -> None:
+        """From ``state`` on, the unfused pipeline delivers the stream."""
+        self._end_processes()
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+        self._stay = True
+        self._chunk, self._pos, self._pending, self._done = [], 0, None, False
+        self._unfused().set_state(state)
+
+    # ------------------------------------------------------------------ the pool
+
+    def _end_processes(self) -> None:
+        self._runner = None
+        self._pool = None
+        if self._pool_finalizer is not None:
+            self._pool_finalizer()
+            self._pool_finalizer = None
+
+    def _park_unused(self) -> None:
+        """At the normal end of a stream the unfused pipeline delivered: the pool (started, or once it has)
+        is parked for the next iterator (a pass shorter than a pool's start would otherwise never use one)."""
+        pool, starting = self._pool, self._starting
+        if pool is None or self._runner is not None:
+            return
+        self._pool = None
+        self._pool_finalizer.detach()
+        self._pool_finalizer = None
+        if starting is not None:
+            with starting.lock:
+                if not starting.finished:
+                    starting.park = True  # the starting thread parks it
+                    return
+            if starting.error is not None:
+                return  # start() closed it
+        if pool.closed or any(w.cids or w.dead for w in pool.workers):
+            pool.close()
+            return
+        parking.park_pool(pool)
+
+    def _park(self) -> None:
+        runner, pool = self._runner, self._pool
+        self._runner = None
+        if runner is None or pool is None or pool.closed or any(w.cids or w.dead for w in pool.workers):
+            self._end_processes()
+            return
+        self._pool = None
+        self._pool_finalizer.detach()
+        self._pool_finalizer = None
+        parking.park_pool(pool)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def get_state(self) -> dict[str, Any]:
+        if self._runner is None and self._source is None:
+            return self._unfused().get_state()
+        return {"input": self._chunk_state, "skip": self._pos}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "skip"), "parallel map")
+        if self._runner is None and self._source is None:
+            self._unfused().set_state(state)
+            return
+        if self._runner is None or self._source is None:  # ended (the pool parked): the unfused pipeline
+            self._hand_over(state)
+            return
+        self._runner.reset()
+        self._chunk, self._pos, self._pending, self._done = [], 0, None, False
+        try:
+            self._source.set_state(state["input"])
+            self._source._skip(int(state["skip"]))
+        except SpanFallback:
+            self._hand_over(state)
+            return
+        self._chunk_state = self._source.get_state()
+
+    def close(self) -> None:
+        self._done = True
+        self._end_processes()
+        if self._source is not None:
+            self._source.close()
+        if self._inproc is not None:
+            self._inproc.close()
+
+
+class _Starting:
+    """A pool starting in the background: its error, and whether to park it once started (the stream ended)."""
+
+    __slots__ = ("error", "finished", "lock", "park")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.error: BaseException | None = None
+        self.finished = False
+        self.park = False
+
+
+def _start_pool(pool: processes.ProcessPool, starting: _Starting) -> None:
+    try:
+        pool.start()
+    except BaseException as e:
+        starting.error = e
+    with starting.lock:
+        starting.finished = True
+        park = starting.park and starting.error is None
+    if park:
+        parking.park_pool(pool)
+
