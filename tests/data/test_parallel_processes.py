@@ -543,3 +543,34 @@ def test_the_next_epoch_and_the_next_pass_reuse_the_pool_of_an_iterator_that_end
     assert os.getpid() not in set(epochs) | first_pass
     assert set(epochs[:30]) == set(epochs[30:60]) == set(epochs[60:]) == first_pass  # one pool for all
     # A parked pool waits PARK_S seconds, then ends (the fixture checks that no worker is left).
+
+
+def test_a_module_that_runs_a_pipeline_when_imported_does_not_start_pools_in_its_workers(tmp_path, monkeypatch):
+    """A worker imports the map function's module; if that module runs a parallel map at import
+    (a script without a main guard), the map inside the worker stays on the worker's threads
+    instead of starting pools that would start pools in turn."""
+    (tmp_path / "runs_at_import.py").write_text(textwrap.dedent("""
+        import os
+        import numpy as np
+        import tpustrategy.data as tpsd
+
+        def pid(x):
+            return np.int64(os.getpid())
+
+        def pids_seen_at_import(x):
+            return np.array([os.getpid(), *PIDS], np.int64)
+
+        opts = tpsd.Options()
+        opts.threading.experimental_worker_processes = True
+        PIDS = [int(p) for p in tpsd.Dataset.range(4).map(pid, num_parallel_calls=2).with_options(opts)]
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import runs_at_import
+
+    try:
+        assert os.getpid() not in runs_at_import.PIDS  # here, the module's own map used processes
+        ds = processes_on(Dataset.range(4).map(runs_at_import.pids_seen_at_import, num_parallel_calls=2))
+        for pids in ds:  # in a worker, the module's map ran on that worker's own threads
+            assert len(pids) == 5 and set(pids.tolist()) == {int(pids[0])} and int(pids[0]) != os.getpid()
+    finally:
+        sys.modules.pop("runs_at_import", None)

@@ -73,6 +73,17 @@ _POLL_S = 1.0
 
 
 
+# Set in a worker's environment: a parallel map inside a worker (a module that builds and runs a
+# pipeline when imported, as the worker imports the map function's module) stays on threads instead
+# of starting pools of its own, which would start pools of their own in turn.
+IN_WORKER_ENV = "TPSD_MAP_WORKER"
+
+
+def in_worker() -> bool:
+    """Whether this process is a map worker (its parallel maps run on threads)."""
+    return os.environ.get(IN_WORKER_ENV) == "1"
+
+
 class WorkerCrashedError(InternalError):
     """A worker process of a parallel ``map`` died (``tpsd.experimental.WorkerCrashedError``).
 
@@ -263,6 +274,7 @@ class ProcessPool:
         t0 = time.perf_counter()
         env = dict(os.environ)
         env["JAX_PLATFORMS"] = "cpu"
+        env[IN_WORKER_ENV] = "1"
         threads = str(self._intra_op or 1)
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             if self._intra_op or var not in env:

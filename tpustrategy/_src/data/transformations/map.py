@@ -164,7 +164,10 @@ class MapDataset(Dataset):
     _warned = False
 
     def _process_mode(self, ctx: IterContext, workers: int, min_cpus: int) -> str:
-        """"on", "auto" or "off": where this map's function runs (the option, else the CPUs and workers)."""
+        """"on", "auto" or "off": where this map's function runs (the option, else the CPUs and workers);
+        always "off" inside a map worker (no pool starts pools)."""
+        if processes.in_worker():
+            return "off"
         want = ctx.options.threading.experimental_worker_processes
         if want is not None:
             return "on" if want else "off"
