@@ -462,3 +462,70 @@ def test_single_example_scalar_strings_and_shapes():
     assert out["f"].dtype == np.float32 and out["f"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert out["i"].shape == () and out["i"].dtype == np.int64 and int(out["i"]) == -3
     assert type(out["d"]) is bytes and out["d"] == b"dflt"
+
+
+# --------------------------------------------------------------------------- the repeated-field walk
+
+
+def _field(payload: bytes, tag: int = 0x0A) -> bytes:
+    from tpustrategy._src.data.parsing.wire import varint
+
+    return bytes([tag]) + varint(len(payload)) + payload
+
+
+def _reference_fields(msgs: list[bytes]) -> list[tuple[int, bytes]]:
+    """(message, field payload) of every field 1 of each message, walked byte by byte."""
+    out = []
+    for m, data in enumerate(msgs):
+        pos = 0
+        while pos < len(data):
+            assert data[pos] == 0x0A
+            length, shift, p = 0, 0, pos + 1
+            while True:
+                b = data[p]
+                length |= (b & 0x7F) << shift
+                shift, p = shift + 7, p + 1
+                if b < 0x80:
+                    break
+            out.append((m, data[p : p + length]))
+            pos = p + length
+    return out
+
+
+def _walk(msgs: list[bytes], max_steps=None):
+    joined = b"".join([*msgs, _batch_scan._PAD])
+    buf = np.frombuffer(joined, np.uint8)
+    lens = np.array([len(m) for m in msgs], np.int64)
+    ends = np.cumsum(lens)
+    got = _batch_scan._repeated_field(buf, ends - lens, ends, max_steps)
+    if got is None or got is _batch_scan.TOO_MANY_STEPS:
+        return got
+    msg, vs, ve = got
+    return [(int(m), joined[s:e]) for m, s, e in zip(msg, vs, ve)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=300), max_size=12), min_size=1, max_size=20))
+def test_the_repeated_field_walk_finds_every_field_in_order(payloads):
+    msgs = [b"".join(_field(p) for p in fields) for fields in payloads]
+    assert _walk(msgs) == _reference_fields(msgs)
+
+
+def test_the_repeated_field_walk_steps_aside_bails_and_stops_as_it_should():
+    ok = [_field(b"ab") * 3, b"", _field(b"x" * 200) + _field(b"")]
+    assert _walk(ok) == _reference_fields(ok)  # a two-byte length among one-byte ones
+    assert _walk([_field(b"ab"), _field(b"cd", tag=0x12)]) is None  # another field: scan_fields reads it
+    with pytest.raises(_batch_scan._Bail):  # a field longer than what is left of its message
+        _walk([_field(b"abc")[:-1], _field(b"z")])
+    assert _walk([_field(b"a") * 5, _field(b"b")], max_steps=4) is _batch_scan.TOO_MANY_STEPS
+    assert _walk([_field(b"a") * 4, _field(b"b")], max_steps=4) == _reference_fields([_field(b"a") * 4, _field(b"b")])
+
+
+def test_the_repeated_field_walk_with_long_lengths_is_not_fooled_by_the_bytes_after_a_message():
+    """A message that has ended stays put in the walk, whatever the next message's bytes read as
+    (here varints of 2**64 - 1 and 2**63 right after the first message's end); a message whose
+    length is absurd makes the walk step aside (the general path reports it)."""
+    for absurd in (b"\xff" * 9 + b"\x01", b"\x80" * 9 + b"\x01"):
+        assert _walk([_field(b"y" * 130), b"\x0a" + absurd + b"rest"]) is None
+    fine = [_field(b"y" * 130), _field(b"\xff" * 140) + _field(b"z"), _field(b"")]
+    assert _walk(fine) == _reference_fields(fine)
