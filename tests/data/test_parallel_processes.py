@@ -574,3 +574,26 @@ def test_a_module_that_runs_a_pipeline_when_imported_does_not_start_pools_in_its
             assert len(pids) == 5 and set(pids.tolist()) == {int(pids[0])} and int(pids[0]) != os.getpid()
     finally:
         sys.modules.pop("runs_at_import", None)
+
+
+def test_a_pool_handle_parks_a_pool_that_is_still_starting_once_it_has_started():
+    """An iterator that ends before its pool came up (a pass shorter than a worker's start) leaves
+    the pool to the next iterator instead of throwing the start away; closing instead ends it."""
+
+    class Owner:
+        pass
+
+    task, why = processes.pickle_task(add_one, add_one)
+    assert task is not None, why
+    owner = Owner()
+    handle = parking.PoolHandle.get(owner, task, 2, None)
+    handle.park()  # most likely still starting: parked once started
+    handle.wait()
+    adopted = parking.adopt_pool(task, 2, None)
+    assert adopted is handle.pool and adopted.healthy(2, None)
+    adopted.close()
+
+    other = parking.PoolHandle.get(owner, task, 2, None)
+    other.close()  # while starting, or started: the workers end either way
+    other.wait()
+    assert other.pool.closed and parking.adopt_pool(task, 2, None) is None

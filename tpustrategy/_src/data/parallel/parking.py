@@ -9,6 +9,8 @@ its own function into it (`ProcessPool.retask`).
 from __future__ import annotations
 
 import threading
+import weakref
+from typing import Any
 
 from tpustrategy._src.data.parallel.processes import ProcessPool, WorkerStartError
 
@@ -74,3 +76,122 @@ def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:
     except WorkerStartError:
         return None  # closed by retask; the caller starts a fresh pool, which reports the error
     return pool
+
+
+class PoolHandle:
+    """The worker pool of one iterator: adopted from the parked ones, or started in a background
+    thread while the iterator goes on without it; closed with the iterator (its weakref finaliser,
+    `close`, a crash), parked for the next iterator at a normal end -- once started, if it still is.
+
+    Attributes:
+      pool: the `ProcessPool`.
+      error: what stopped it from starting (its `start` closed it), or None.
+    """
+
+    def __init__(self, owner: Any, pool: ProcessPool, start: bool):
+        self.pool = pool
+        self.error: BaseException | None = None
+        self._finalizer = weakref.finalize(owner, pool.close)
+        self._lock = threading.Lock()
+        self._started = not start
+        self._park_when_started = False
+        self._thread: threading.Thread | None = None
+        if start:
+            self._thread = threading.Thread(target=self._start, name="tpsd-map-pool-start", daemon=True)
+            self._thread.start()
+
+    @classmethod
+    def get(cls, owner: Any, task: bytes, n: int, intra_op: int | None, start: bool = True) -> PoolHandle | None:
+        """A parked pool of ``n`` workers loaded with ``task`` (ready at once); else, with ``start``,
+        a fresh one starting in the background; else None."""
+        pool = adopt_pool(task, n, intra_op)
+        if pool is not None:
+            return cls(owner, pool, start=False)
+        return cls(owner, ProcessPool(task, n, intra_op), start=True) if start else None
+
+    def _start(self) -> None:
+        try:
+            self.pool.start()
+        except BaseException as e:  # the iterator reports it (a warning) and goes on without workers
+            self.error = e
+        with self._lock:
+            self._started = True
+            park = self._park_when_started and self.error is None
+        if park:
+            park_pool(self.pool)
+
+    def ready(self) -> bool:
+        """Whether the pool has started (or failed to)."""
+        return self._thread is None or not self._thread.is_alive()
+
+    def wait(self) -> None:
+        """Waits until the pool has started (or failed to)."""
+        if self._thread is not None:
+            self._thread.join()
+
+    def usable(self) -> bool:
+        """Started, and neither failed nor closed."""
+        return self.ready() and self.error is None and not self.pool.closed
+
+    def close(self) -> None:
+        """Ends the workers (idempotent; a pool still starting is ended as it comes up)."""
+        self._finalizer()
+
+    def park(self) -> None:
+        """At a normal end: the pool waits for the next iterator if it is idle and healthy (once
+        started, if it still is); otherwise it is closed."""
+        with self._lock:
+            if not self._started:
+                self._finalizer.detach()
+                self._park_when_started = True
+                return
+        pool = self.pool
+        if self.error is not None or pool.closed or any(w.cids or w.dead for w in pool.workers):
+            self.close()
+            return
+        self._finalizer.detach()
+        park_pool(pool)
+
+
+class PoolUser:
+    """Mixin of the iterators that feed a `PoolHandle` (``_pool``) through a runner (``_runner``)."""
+
+    _pool: PoolHandle | None = None
+    _runner: Any = None
+
+    def _end_processes(self) -> None:
+        """Ends the workers (also a pool still starting); the runner goes with them."""
+        self._runner = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def _park(self) -> None:
+        """At the normal end: the pool (once started) waits for the next iterator."""
+        self._runner = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.park()
+
+    def _pool_failed(self, owner: Any) -> bool:
+        """Whether the started pool cannot run the function (then it is ended, and ``owner``, the
+        map, warns once that the function stays in this process)."""
+        pool = self._pool
+        assert pool is not None
+        if pool.usable():
+            return False
+        self._end_processes()
+        owner._warn_threads(f"a worker process could not load it: {pool.error}")
+        return True
+
+
+def next_chunk(it: Any) -> tuple[Any, list[Any], BaseException | None]:
+    """``it._runner``'s next chunk; an error getting it (a crash, Ctrl-C) ends ``it``'s workers and
+    its stream (``it._done``) before it propagates."""
+    assert it._runner is not None
+    try:
+        return it._runner.next_chunk()  # type: ignore[no-any-return]
+    except BaseException:
+        it._done = True
+        it._end_processes()
+        raise

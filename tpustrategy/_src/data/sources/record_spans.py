@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -319,7 +317,7 @@ class SpanMapTask:
 # --------------------------------------------------------------------------- this process: the stream
 
 
-class SpanMapIterator(NodeIterator):
+class SpanMapIterator(parking.PoolUser, NodeIterator):
     """``TFRecordDataset(files).batch(n).map(fn, parallel)`` with reading, batching and mapping in workers.
 
     Args:
@@ -328,7 +326,7 @@ class SpanMapIterator(NodeIterator):
       owner: the `MapDataset` (pickles the function, warns once).
       workers: worker processes.
       mode: "on" (waits for the pool before the first batch) or "auto" (the unfused pipeline
-        delivers while the pool starts).
+        delivers while the pool starts, after `POOL_AFTER_S` of stream).
       intra_op: threads NumPy/BLAS may use in one worker.
     """
 
@@ -339,10 +337,7 @@ class SpanMapIterator(NodeIterator):
         self._inproc: NodeIterator | None = None  # the unfused pipeline: before the pool is ready, after a hand-over
         self._source: SpanSource | None = None
         self._runner: processes.ProcessMapRunner | None = None
-        self._pool: processes.ProcessPool | None = None
-        self._pool_finalizer: Any = None
-        self._pool_thread: threading.Thread | None = None
-        self._starting: _Starting | None = None
+        self._pool: parking.PoolHandle | None = None
         self._chunk: list[Any] = []
         self._pos = 0
         self._chunk_state: Any = None
@@ -377,16 +372,17 @@ class SpanMapIterator(NodeIterator):
                 raise StopIteration
             if not self._started:
                 self._start()
-            if self._pool is None and not self._stay and time.perf_counter() - self._t0 >= POOL_AFTER_S:
-                self._launch()
-            if self._pool_thread is not None and not self._pool_thread.is_alive():
+            elif self._pool is None and not self._stay and time.perf_counter() - self._t0 >= POOL_AFTER_S:
+                assert self._payload is not None
+                self._pool = parking.PoolHandle.get(self, self._payload, self._workers, self._intra_op)
+            if self._pool is not None and self._pool.ready():
                 self._pool_ready()
             if self._runner is None:
                 try:
                     return self._unfused().__next__()
                 except StopIteration:
                     self._done = True
-                    self._park_unused()
+                    self._park()  # a pool still starting is parked once it has
                     raise
 
     def _start(self) -> None:
@@ -397,38 +393,17 @@ class SpanMapIterator(NodeIterator):
         if self._payload is None:  # warned: the unfused pipeline delivers everything
             self._stay = True
             return
-        pool = parking.adopt_pool(self._payload, self._workers, self._intra_op)
-        if pool is not None:
-            self._pool = pool
-            self._pool_finalizer = weakref.finalize(self, pool.close)
-            self._pool_ready()
-        elif self._mode == "on":
-            self._launch()
-            assert self._pool_thread is not None
-            self._pool_thread.join()
-            self._pool_ready()
-
-    def _launch(self) -> None:
-        """Starts a pool in the background (the unfused pipeline delivers meanwhile)."""
-        assert self._payload is not None
-        pool = processes.ProcessPool(self._payload, self._workers, self._intra_op)
-        self._pool = pool
-        self._pool_finalizer = weakref.finalize(self, pool.close)
-        self._starting = _Starting()
-        self._pool_thread = threading.Thread(target=_start_pool, args=(pool, self._starting),
-                                             name="tpsd-record-spans-pool-start", daemon=True)
-        self._pool_thread.start()
+        on = self._mode == "on"
+        self._pool = parking.PoolHandle.get(self, self._payload, self._workers, self._intra_op, start=on)
+        if on:
+            assert self._pool is not None
+            self._pool.wait()
 
     def _pool_ready(self) -> None:
         """The pool started (or failed): the stream moves to it here (or stays, after one warning)."""
-        self._pool_thread = None
         pool = self._pool
-        if self._stay or pool is None:
-            return
-        error = self._starting.error if self._starting is not None else None
-        if error is not None or pool.closed:
-            self._end_processes()
-            self._owner._warn_threads(f"a worker process could not load it: {error}")
+        assert pool is not None
+        if self._pool_failed(self._owner):
             self._stay = True
             return
         inproc, self._inproc = self._inproc, None
@@ -450,17 +425,11 @@ class SpanMapIterator(NodeIterator):
             return
         self._source = source
         self._chunk_state = source.get_state()
-        self._runner = processes.ProcessMapRunner(pool, source)
+        self._runner = processes.ProcessMapRunner(pool.pool, source)
 
     def _fill(self) -> None:
         """The next chunk of mapped batches (or the end, or the stream handed over)."""
-        assert self._runner is not None
-        try:
-            state, outs, err = self._runner.next_chunk()
-        except BaseException:
-            self._done = True
-            self._end_processes()
-            raise
+        state, outs, err = parking.next_chunk(self)
         if type(outs) is FailedChunk:
             first = next((x.error for x in outs if type(x) is ElementError), None)
             if isinstance(first, SpanFallback) and first.state is not None:
@@ -488,47 +457,6 @@ class SpanMapIterator(NodeIterator):
         self._stay = True
         self._chunk, self._pos, self._pending, self._done = [], 0, None, False
         self._unfused().set_state(state)
-
-    # ------------------------------------------------------------------ the pool
-
-    def _end_processes(self) -> None:
-        self._runner = None
-        self._pool = None
-        if self._pool_finalizer is not None:
-            self._pool_finalizer()
-            self._pool_finalizer = None
-
-    def _park_unused(self) -> None:
-        """At the normal end of a stream the unfused pipeline delivered: the pool (started, or once it has)
-        is parked for the next iterator (a pass shorter than a pool's start would otherwise never use one)."""
-        pool, starting = self._pool, self._starting
-        if pool is None or self._runner is not None:
-            return
-        self._pool = None
-        self._pool_finalizer.detach()
-        self._pool_finalizer = None
-        if starting is not None:
-            with starting.lock:
-                if not starting.finished:
-                    starting.park = True  # the starting thread parks it
-                    return
-            if starting.error is not None:
-                return  # start() closed it
-        if pool.closed or any(w.cids or w.dead for w in pool.workers):
-            pool.close()
-            return
-        parking.park_pool(pool)
-
-    def _park(self) -> None:
-        runner, pool = self._runner, self._pool
-        self._runner = None
-        if runner is None or pool is None or pool.closed or any(w.cids or w.dead for w in pool.workers):
-            self._end_processes()
-            return
-        self._pool = None
-        self._pool_finalizer.detach()
-        self._pool_finalizer = None
-        parking.park_pool(pool)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -562,28 +490,3 @@ class SpanMapIterator(NodeIterator):
             self._source.close()
         if self._inproc is not None:
             self._inproc.close()
-
-
-class _Starting:
-    """A pool starting in the background: its error, and whether to park it once started (the stream ended)."""
-
-    __slots__ = ("error", "finished", "lock", "park")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.error: BaseException | None = None
-        self.finished = False
-        self.park = False
-
-
-def _start_pool(pool: processes.ProcessPool, starting: _Starting) -> None:
-    try:
-        pool.start()
-    except BaseException as e:
-        starting.error = e
-    with starting.lock:
-        starting.finished = True
-        park = starting.park and starting.error is None
-    if park:
-        parking.park_pool(pool)
-

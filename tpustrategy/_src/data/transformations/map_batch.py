@@ -25,9 +25,7 @@ batch and component crosses the process boundary instead of one per element.
 
 from __future__ import annotations
 
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +46,7 @@ class _Fallback(Exception):
     """This batch must be delivered by the unfused pipeline (an element failed or did not stack)."""
 
 
-class MapBatchIterator(NodeIterator):
+class MapBatchIterator(parking.PoolUser, NodeIterator):
     """Batches of ``batch_size`` mapped elements, mapped and stacked in worker processes.
 
     Args:
@@ -72,10 +70,7 @@ class MapBatchIterator(NodeIterator):
         self._batcher = batcher
         self._workers, self._mode, self._owner, self._intra_op = workers, mode, owner, intra_op
         self._delegate: NodeIterator | None = None
-        self._pool: processes.ProcessPool | None = None
-        self._pool_finalizer: Any = None
-        self._pool_thread: threading.Thread | None = None
-        self._pool_error: BaseException | None = None
+        self._pool: parking.PoolHandle | None = None
         self._runner: processes.ProcessMapRunner | None = None
         self._batches: list[tuple[int, Any]] = []
         self._pos = 0
@@ -112,7 +107,7 @@ class MapBatchIterator(NodeIterator):
             self._chunk_state = self._it.get_state()
             if self._mode == "on":  # processes from the first element: wait for the pool
                 self._launch_pool(wait=True)
-        if self._runner is None and self._pool_thread is not None and not self._pool_thread.is_alive():
+        if self._runner is None and self._pool is not None and self._pool.ready():
             self._pool_ready()
         if self._pending_delegate is not None:
             self._delegate, self._pending_delegate = self._pending_delegate, None
@@ -164,13 +159,7 @@ class MapBatchIterator(NodeIterator):
         self._delegate_at_boundary()
 
     def _fill_from_processes(self) -> bool:
-        assert self._runner is not None
-        try:
-            state, outs, err = self._runner.next_chunk()
-        except BaseException:
-            self._done = True
-            self._end_processes()
-            raise
+        state, outs, err = parking.next_chunk(self)
         if type(outs) is processes.Batches:
             self._chunk_state, self._batches, self._pos = state, outs, 0
             if err is not None:  # not expected: a fused chunk that failed comes back element by element
@@ -212,67 +201,28 @@ class MapBatchIterator(NodeIterator):
     # ------------------------------------------------------------------ the pool
 
     def _launch_pool(self, wait: bool = False) -> None:
-        """Starts the pool: in the background (the batches go on in this process meanwhile), or ``wait``."""
+        """Adopts a parked pool or starts one: in the background (the batches go on in this process
+        meanwhile), or ``wait`` for it."""
         payload = self._owner._worker_task(batch_size=self._n)
         if payload is None:  # warned: the unfused thread pipeline goes on from here
             self._delegate_at_boundary()
             return
-        pool = parking.adopt_pool(payload, self._workers, self._intra_op)
-        if pool is not None:
-            self._pool = pool
-            self._pool_finalizer = weakref.finalize(self, pool.close)
-            self._pool_ready()
-            return
-        pool = processes.ProcessPool(payload, self._workers, self._intra_op)
-        self._pool = pool
-        self._pool_finalizer = weakref.finalize(self, pool.close)
-        self._pool_thread = threading.Thread(target=self._start_pool, args=(pool, weakref.ref(self)),
-                                             name="tpsd-map-batch-pool-start", daemon=True)
-        self._pool_thread.start()
+        self._pool = pool = parking.PoolHandle.get(self, payload, self._workers, self._intra_op)
+        assert pool is not None
         if wait:
-            self._pool_thread.join()
+            pool.wait()
+        if pool.ready():
             self._pool_ready()
-
-    @staticmethod
-    def _start_pool(pool: processes.ProcessPool, ref: Any) -> None:
-        try:
-            pool.start()
-        except BaseException as e:
-            me = ref()
-            if me is not None:
-                me._pool_error = e
 
     def _pool_ready(self) -> None:
         """The pool started (or failed): the next chunks go to it (or stay here, after one warning)."""
-        self._pool_thread = None
         pool = self._pool
         assert pool is not None
-        if self._pool_error is not None or pool.closed:
-            self._end_processes()
-            self._owner._warn_threads(f"a worker process could not load it: {self._pool_error}")
+        if self._pool_failed(self._owner):
             self._delegate_at_boundary()
             return
         # Started at a batch boundary: every batch read so far is mapped (or held in _batches).
-        self._runner = processes.ProcessMapRunner(pool, self._it, self._n, unit=self._n)
-
-    def _end_processes(self) -> None:
-        self._runner = None
-        self._pool = None
-        if self._pool_finalizer is not None:
-            self._pool_finalizer()  # closes the pool once (also one still starting)
-            self._pool_finalizer = None
-
-    def _park(self) -> None:
-        """At the normal end: hands an idle, healthy pool to the dataset for its next iterator."""
-        runner, pool = self._runner, self._pool
-        self._runner = None
-        if runner is None or pool is None or pool.closed or any(w.cids or w.dead for w in pool.workers):
-            self._end_processes()
-            return
-        self._pool = None
-        self._pool_finalizer.detach()
-        self._pool_finalizer = None
-        parking.park_pool(pool)
+        self._runner = processes.ProcessMapRunner(pool.pool, self._it, self._n, unit=self._n)
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -480,13 +480,7 @@ class ParallelMapIterator(ChunkConsumer, WorkerOwner, NodeIterator):
         return self._take(state, outs, err)
 
     def _fill_from_processes(self) -> bool:
-        assert self._runner is not None
-        try:
-            state, outs, err = self._runner.next_chunk()
-        except BaseException:
-            self._done = True
-            self._end_processes()
-            raise
+        state, outs, err = parking.next_chunk(self)
         if err is not None and not outs:
             self._end_processes()
         return self._take(state, outs, err)
