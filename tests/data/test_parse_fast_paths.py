@@ -521,11 +521,11 @@ def test_the_repeated_field_walk_steps_aside_bails_and_stops_as_it_should():
     assert _walk([_field(b"a") * 4, _field(b"b")], max_steps=4) == _reference_fields([_field(b"a") * 4, _field(b"b")])
 
 
-def test_the_repeated_field_walk_with_long_lengths_is_not_fooled_by_the_bytes_after_a_message():
-    """A message that has ended stays put in the walk, whatever the next message's bytes read as
-    (here varints of 2**64 - 1 and 2**63 right after the first message's end); a message whose
-    length is absurd makes the walk step aside (the general path reports it)."""
+def test_the_repeated_field_walk_bails_at_an_absurd_length():
+    """A length that would send the walk backwards (a varint of 2**64 - 1 or 2**63, negative as a
+    position) makes it bail (the general path reports the record), never loop or read elsewhere."""
     for absurd in (b"\xff" * 9 + b"\x01", b"\x80" * 9 + b"\x01"):
-        assert _walk([_field(b"y" * 130), b"\x0a" + absurd + b"rest"]) is None
+        with pytest.raises(_batch_scan._Bail):
+            _walk([_field(b"y" * 130), b"\x0a" + absurd + b"rest"])
     fine = [_field(b"y" * 130), _field(b"\xff" * 140) + _field(b"z"), _field(b"")]
     assert _walk(fine) == _reference_fields(fine)
