@@ -15,8 +15,9 @@ NumPy does not scale with threads. `ProcessPool` runs the function in worker
   pickle longer than `INLINE_MAX_BYTES`) go into the sender's shared-memory
   arena: an anonymous ``memfd`` of `DEPTH` slots, mapped once by each side
   (its descriptor travels over the socket when the arena is made or grown).
-  The receiver copies the buffers out (one copy each way) and unpickles;
-  nothing is left in ``/dev/shm`` even if a process dies.
+  A worker copies its request's buffers out; the parent unpickles a result as
+  views of the worker's slot, lent until the last of them is gone (see
+  `channel`); nothing is left in ``/dev/shm`` even if a process dies.
 * A worker holds at most `DEPTH` chunks; socket messages stay small, so a
   parent sending and a worker sending never block each other.
 * A worker that dies (killed, segfault, ``os._exit``) closes its socket; the
