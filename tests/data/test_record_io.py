@@ -369,3 +369,32 @@ def test_fixed_length_arguments_are_validated(tmp_path):
         read_fixed_length_chunks(path, 0)
     with pytest.raises(ValueError, match="not a record boundary"):
         read_fixed_length_chunks(path, 4, start_offset=3)
+
+
+def test_a_run_of_records_read_in_one_piece_is_checked_like_the_chunked_reader(tmp_path):
+    """`read_tfrecord_run` (a worker's read of a batch whose place is known) gives the records, or
+    the DataLossError of the chunked reader at the same offset, or names a range that does not
+    hold the records it was said to."""
+    from tpustrategy._src.data.sources.record_io import read_tfrecord_run
+
+    path = str(tmp_path / "run.tfrecord")
+    sizes = [40] * 6 + [7, 300, 0, 40, 40]
+    with TFRecordWriter(path) as w:
+        for k, n in enumerate(sizes):
+            w.write(bytes([k]) * n)
+    bounds = np.cumsum([0] + [n + 16 for n in sizes]).tolist()
+    want = [bytes([k]) * n for k, n in enumerate(sizes)]
+    for a, b in [(0, 6), (0, len(sizes)), (5, 9), (7, 8), (9, 11)]:
+        assert read_tfrecord_run(path, bounds[a], bounds[b], b - a) == want[a:b]
+    with pytest.raises(DataLossError, match="not the 3 records"):
+        read_tfrecord_run(path, bounds[0], bounds[2], 3)  # a range that holds 2
+    with pytest.raises(DataLossError, match="not the 1 records"):
+        read_tfrecord_run(path, bounds[0], bounds[2], 1)  # one that holds more
+    with open(path, "r+b") as f:  # damage record 7's data
+        f.seek(bounds[7] + 12 + 100)
+        f.write(b"\xff")
+    with pytest.raises(DataLossError) as got:
+        read_tfrecord_run(path, bounds[5], bounds[9], 4)
+    with pytest.raises(DataLossError) as chunked:
+        list(read_tfrecord_chunks(path))
+    assert got.value.offset == chunked.value.offset == bounds[7] and "data CRC" in str(got.value)

@@ -271,6 +271,84 @@ class _Source:
         self.stream.close()
 
 
+def _cut(
+    buf: bytes, arr: np.ndarray, pos: int, limit: int, cache: dict[bytes, int]
+) -> tuple[list[bytes], np.ndarray, int, int, list[int], bool]:
+    """The complete records in ``buf`` from ``pos`` (up to ``limit``), cut out.
+
+    Returns ``(records, stored, end, stride, starts, bad_length)``: the payloads, their stored
+    masked data checksums, the position after the last, the run's record size when they were
+    framed as one run of equal-sized records (else 0, and ``starts`` holds each record's start),
+    and whether framing stopped at a header whose length checksum is wrong.
+    """
+    count, size = _frame_stride(buf, arr, pos, limit, cache)
+    if not count and buf[pos : pos + _HEADER] not in cache and _frame(buf, pos, 1, cache)[0]:
+        # A header not seen yet (a new reader, a new size): checked and remembered, a run of
+        # records of its size is framed in one step (else a fresh reader frames its first
+        # CHUNK_RECORDS records one by one: 2.0 vs 1.2 µs a 3 KB record for a reader of 256).
+        count, size = _frame_stride(buf, arr, pos, limit, cache)
+    if count:
+        end = pos + count * size
+        records = [buf[s : s + size - _HEADER - _FOOTER] for s in range(pos + _HEADER, end, size)]
+        # Each record's stored data checksum: the last 4 bytes of every stride, as a view.
+        return records, np.ndarray((count,), "<u4", buf, pos + size - _FOOTER, (size,)), end, size, [], False
+    start_list, end, bad_length = _frame(buf, pos, limit, cache)
+    count = len(start_list)
+    if not count:
+        return [], _NO_CRCS, pos, 0, start_list, bad_length
+    records = [buf[s + _HEADER : e - _FOOTER] for s, e in zip(start_list, start_list[1:])]
+    records.append(buf[start_list[-1] + _HEADER : end - _FOOTER])
+    crc_pos = np.empty(count, dtype=np.intp)  # where each stored checksum lies
+    crc_pos[:-1] = start_list[1:]
+    crc_pos[-1] = end
+    crc_pos -= _FOOTER
+    return records, arr[crc_pos[:, None] + _FOUR].view("<u4")[:, 0], end, 0, start_list, bad_length
+
+
+_NO_CRCS = np.zeros(0, "<u4")
+
+
+def read_tfrecord_run(path: str, offset: int, end: int, count: int) -> list[bytes]:
+    """The ``count`` records that fill bytes ``[offset, end)`` of an uncompressed TFRecord file, in
+    one read, every length and data checksum checked.
+
+    The worker's side of `record_spans` (where the records of a batch lie is known): one
+    ``pread`` and no stream object (0.9 vs 1.1 µs a 1 KB record read through `read_tfrecord_chunks`).
+
+    Raises:
+      DataLossError: a checksum mismatch, a truncated file, or records that do not fill the range
+        as described (the file changed since it was framed).
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        buf = os.pread(fd, end - offset, offset)
+    finally:
+        os.close(fd)
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    cache: dict[bytes, int] = {}
+    out: list[bytes] = []
+    pos = 0
+    while len(out) < count:
+        records, stored, stop, size, start_list, bad_length = _cut(buf, arr, pos, count - len(out), cache)
+        if records:
+            bad = _first_bad_crc(records, stored)
+            if bad >= 0:
+                first = pos + bad * size if size else start_list[bad]
+                raise _corrupted(path, offset + int(first), "data CRC mismatch", "")
+            out.extend(records)
+            pos = stop
+        elif bad_length:
+            raise _corrupted(path, offset + pos, "length CRC mismatch", "")
+        else:
+            break
+    if len(out) != count or pos != len(buf) or len(buf) != end - offset:
+        raise DataLossError(
+            f"the records of {path} between {offset} and {end} are not the {count} records they were "
+            f"framed as ({len(out)} records end at {offset + pos}; {len(buf)} bytes read): the file changed "
+            "while being read?", filename=path, offset=offset + pos)
+    return out
+
+
 def _tfrecord_chunks(
     path: str, ctype: str, start_offset: int, block: int
 ) -> Iterator[tuple[int, list[bytes]]]:
@@ -285,33 +363,8 @@ def _tfrecord_chunks(
         arr = np.frombuffer(buf, dtype=np.uint8)
         pos = 0
         while True:
-            count, size = _frame_stride(buf, arr, pos, CHUNK_RECORDS, cache)
-            if not count and buf[pos : pos + _HEADER] not in cache and _frame(buf, pos, 1, cache)[0]:
-                # A header not seen yet (a new reader, a new size): checked and remembered, a run of
-                # records of its size is framed in one step (else a fresh reader frames its first
-                # CHUNK_RECORDS records one by one: 2.0 vs 1.2 µs a 3 KB record for a reader of 256).
-                count, size = _frame_stride(buf, arr, pos, CHUNK_RECORDS, cache)
-            bad_length = False
-            if count:
-                end = pos + count * size
-                records = [
-                    buf[s : s + size - _HEADER - _FOOTER] for s in range(pos + _HEADER, end, size)
-                ]
-                # Each record's stored data checksum: the last 4 bytes of every stride, as a view.
-                stored = np.ndarray((count,), "<u4", buf, pos + size - _FOOTER, (size,))
-            else:
-                start_list, end, bad_length = _frame(buf, pos, CHUNK_RECORDS, cache)
-                count = len(start_list)
-                records = [
-                    buf[s + _HEADER : e - _FOOTER] for s, e in zip(start_list, start_list[1:])
-                ]
-                if count:
-                    records.append(buf[start_list[-1] + _HEADER : end - _FOOTER])
-                    crc_pos = np.empty(count, dtype=np.intp)  # where each stored checksum lies
-                    crc_pos[:-1] = start_list[1:]
-                    crc_pos[-1] = end
-                    crc_pos -= _FOOTER
-                    stored = arr[crc_pos[:, None] + _FOUR].view("<u4")[:, 0]
+            records, stored, end, size, start_list, bad_length = _cut(buf, arr, pos, CHUNK_RECORDS, cache)
+            count = len(records)
             if count:
                 bad = _first_bad_crc(records, stored)
                 if bad >= 0:
