@@ -95,7 +95,6 @@ class BatchDataset(Dataset):
             it = BackgroundIterator(it, max(2, workers), name="tpsd-batch")
         return it
 
-
     def _span_map_iterator(self, ctx: IterContext, map_node: Any, workers: int, mode: str,
                            unfused: Callable[[], NodeIterator]) -> NodeIterator | None:
         """A parallel map over this batch with reading in worker processes, where the input reader

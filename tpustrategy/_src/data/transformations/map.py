@@ -142,17 +142,17 @@ class MapDataset(Dataset):
         mode = self._process_mode(ctx, workers, FUSED_PROCESSES_MIN_CPUS)
         if mode == "off":
             return None
-        return make(ctx, self, workers, mode, lambda: self._parallel_iterator(ctx, workers, processes=False))
+        return make(ctx, self, workers, mode, lambda: self._parallel_iterator(ctx, workers, may_use_processes=False))
 
-    def _parallel_iterator(self, ctx: IterContext, workers: int, processes: bool = True) -> NodeIterator:
-        """The parallel map on threads, moving to worker processes where the function is costly (unless not ``processes``)."""
+    def _parallel_iterator(self, ctx: IterContext, workers: int, may_use_processes: bool = True) -> NodeIterator:
+        """The parallel map on threads, moving to worker processes where the function is costly (if it may)."""
         it = self.inputs[0]._make_iterator(ctx)
         threading_opts = ctx.options.threading
         # Measured on 2 cores, one hand-off per element costs more than the second core gives: 0.75x of
         # one thread for a 65 µs function, 0.6x for batch(256).map(parse_example) of 3 KB records (2-5 ms
         # an element; the records' copies cost more than the parse): element-wise processes are chosen
         # by themselves only from AUTO_PROCESSES_MIN_CPUS CPUs.
-        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS) if processes else "off"
+        mode = self._process_mode(ctx, workers, AUTO_PROCESSES_MIN_CPUS) if may_use_processes else "off"
         out = ParallelMapIterator(it, self.fn, workers, mode, self._worker_task,
                                   threading_opts.max_intra_op_parallelism, self._warn_threads, self,
                                   tune=self.num_parallel_calls == AUTOTUNE and mode == "off")
