@@ -1,12 +1,14 @@
 """``TFRecordDataset(files).batch(n).map(fn, num_parallel_calls)`` with the reading in worker processes.
 
-In the fused map + batch (`transformations.map_batch`) this process still reads every record and
-sends it to a worker: reading (pread, framing, checksums, cutting ~1.3 µs a 3 KB record) and the
-records' trip to the worker stay on one core, and batched pipelines did not scale from one core
-to two. Here this process only *describes* each batch -- the byte range of its records in each
-file it spans (`Span`) -- and the worker reads the range itself, checks every length and data
-checksum, cuts the records, batches them as ``Dataset.batch`` does and maps the batch; only the
-map's result crosses back.
+A parallel map over batches of records otherwise reads every record in this process (pread,
+framing, checksums, cutting: ~1.3 µs a 3 KB record) and, with worker processes, sends each batch
+of records to a worker: reading and the records' trip stay on one core, and batched pipelines did
+not scale from one core to two. Here this process only *describes* each batch -- the byte range
+of its records in each file it spans (`Span`) -- and the worker reads the range itself, checks
+every length and data checksum, cuts the records, batches them as ``Dataset.batch`` does and maps
+the batch; only the map's result crosses back (lent, see `parallel.channel`). On 2 cores, 3 KB
+image records with ``parse_example`` + ``decode_raw``: 447-471k records/s against 290-325k in one
+thread (tf.data: 277-297k).
 
 Describing a batch (`SpanSource`) costs almost nothing where a file's records all have one size,
 as fixed-size features give: the first record's header gives the size ``S``, and when the rest of
