@@ -37,7 +37,7 @@ CHUNK_RECORDS = 1024
 #: TensorFlow's default is 256 KiB).
 DEFAULT_BUFFER_SIZE = 512 << 10
 
-_HEADER = 12  # uint64 length + uint32 masked crc of the length
+HEADER = _HEADER = 12  # uint64 length + uint32 masked crc of the length
 _FOOTER = 4  # uint32 masked crc of the data
 _HEADER_CACHE_LIMIT = 1 << 14
 _STRIDE_MIN = 8  # shortest run of equal-sized records framed in one vector step
@@ -154,6 +154,15 @@ def _truncated(path: str, offset: int, have: int, need: int) -> DataLossError:
     )
 
 
+def record_size(hdr: bytes) -> int:
+    """The whole size (header, data, footer) of the record whose 12-byte header is ``hdr``, or -1
+    when the header's length checksum is wrong."""
+    length, stored = _unpack_header(hdr)
+    if mask(crc32c(hdr[:8])) != stored:
+        return -1
+    return length + _HEADER + _FOOTER
+
+
 def _frame(
     buf: bytes, pos: int, limit: int, cache: dict[bytes, int]
 ) -> tuple[list[int], int, bool]:
@@ -176,10 +185,9 @@ def _frame(
         hdr = buf[pos:hdr_end]
         size = get(hdr)
         if size is None:
-            length, stored = _unpack_header(hdr)
-            if mask(crc32c(hdr[:8])) != stored:
+            size = record_size(hdr)
+            if size < 0:
                 return starts, pos, True
-            size = length + _HEADER + _FOOTER
             if len(cache) >= _HEADER_CACHE_LIMIT:
                 cache.clear()
             cache[hdr] = size
@@ -384,10 +392,9 @@ def _tfrecord_chunks(
             have = len(buf) - pos
             need = _HEADER
             if have >= _HEADER:
-                length, stored = _unpack_header(buf, pos)
-                if mask(crc32c(buf[pos : pos + 8])) != stored:
+                need = record_size(buf[pos : pos + _HEADER])
+                if need < 0:
                     raise _corrupted(path, base + pos, "length CRC mismatch", ctype)
-                need = length + _HEADER + _FOOTER
             base += pos
             buf = src.fetch(base, buf[pos:] if have else b"", need)
             arr = np.frombuffer(buf, dtype=np.uint8)

@@ -30,7 +30,6 @@ block (the headers only; ~0.45 µs a 3 KB record).
 from __future__ import annotations
 
 import os
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,10 +41,8 @@ from tpustrategy._src.data.core.structure import stack
 from tpustrategy._src.data.parallel import parking, processes
 from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
 from tpustrategy._src.data.sources import record_io
-from tpustrategy._src.data.sources._crc import crc32c, mask
 
-_HEADER, _FOOTER = 12, 4
-_unpack_header = struct.Struct("<QI").unpack_from
+_HEADER = record_io.HEADER
 
 # A stream that the unfused pipeline has fed this long (mode "auto") starts a pool in the background: a
 # worker's start costs ~0.5 s of CPU, more than a short stream (a test's, a small evaluation) gains. A
@@ -107,10 +104,10 @@ class _File:
         hdr = os.pread(self.fd, _HEADER, at)
         if len(hdr) < _HEADER:
             raise SpanFallback(f"a truncated header at {at} in {self.path}")
-        length, stored = _unpack_header(hdr)
-        if mask(crc32c(hdr[:8])) != stored:
+        size = record_io.record_size(hdr)
+        if size < 0:
             raise SpanFallback(f"a length checksum mismatch at {at} in {self.path}")
-        return length + _HEADER + _FOOTER
+        return size
 
     def take(self, n: int) -> Segment | None:
         """The next up to ``n`` records (None when the file has no more)."""
