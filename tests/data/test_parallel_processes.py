@@ -597,3 +597,57 @@ def test_a_pool_handle_parks_a_pool_that_is_still_starting_once_it_has_started()
     other.close()  # while starting, or started: the workers end either way
     other.wait()
     assert other.pool.closed and parking.adopt_pool(task, 2, None) is None
+
+
+def test_the_next_iterator_adopts_a_pool_still_starting_instead_of_starting_another():
+    """A pass shorter than a worker's start (a benchmark's, an evaluation's) parks a pool that is
+    still starting; the next iterator takes it as it is -- ready once it has started and loaded that
+    iterator's function -- instead of starting a second pool on the same cores."""
+
+    class Owner:
+        pass
+
+    first_task, why = processes.pickle_task(add_one, add_one)
+    second_task, why = processes.pickle_task(big_array, big_array)
+    assert first_task is not None and second_task is not None, why
+    ended = Owner()  # the iterator that ended (it parks its pool at its end)
+    first = parking.PoolHandle.get(ended, first_task, 2, None)
+    first.park()
+    del ended  # gone: the pool is no longer its own
+    gc.collect()
+    owner = Owner()
+    second = parking.PoolHandle.get(owner, second_task, 2, None, start=False)  # adopts, never starts
+    if first.ready():  # it came up before the adoption (a fast machine): it was parked, then adopted
+        assert second is not None and second.pool is first.pool
+    else:
+        assert second is not None and second.pool is first.pool and second._thread is not None
+    second.wait()
+    assert second.usable() and second.pool.healthy(2, None)
+    assert second.pool._task == second_task  # loaded with the adopting iterator's function
+    assert parking.adopt_pool(first_task, 2, None) is None  # not parked as well: one owner
+    runner = processes.ProcessMapRunner(second.pool, Dataset.range(3)._make_iterator(None))
+    got = []
+    while True:
+        _state, outs, err = runner.next_chunk()
+        assert err is None
+        if not outs:
+            break
+        got += [int(x.sum()) for x in outs]
+    second.close()
+    assert got == [int(big_array(np.int64(i)).sum()) for i in range(3)]
+    assert second.pool.closed
+
+
+def test_closing_the_parked_pools_ends_one_still_starting():
+    class Owner:
+        pass
+
+    task, why = processes.pickle_task(add_one, add_one)
+    assert task is not None, why
+    owner = Owner()
+    handle = parking.PoolHandle.get(owner, task, 2, None)
+    handle.park()
+    parking.close_parked_pools()
+    handle.wait()
+    assert handle.pool.closed and parking.adopt_pool(task, 2, None) is None
+    assert parking.PoolHandle.get(Owner(), task, 2, None, start=False) is None

@@ -12,6 +12,7 @@ import gc
 import os
 import struct
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -279,6 +280,34 @@ def test_the_next_pass_adopts_the_pool_the_last_pass_parked(uniform):
     assert got[1] is None
     same(got[0], want)
     assert processes.STATS["worker_elements"] > before
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="by itself a map moves to worker processes from 2 CPUs")
+def test_passes_shorter_than_a_pool_start_share_one_pool(uniform, monkeypatch):
+    """Each pass ends before its pool is up: the next pass takes the pool still starting instead of
+    starting another one (a pool per pass spent two or three starts' CPU on the stream's cores)."""
+    monkeypatch.setattr(record_spans, "POOL_AFTER_S", 0.0)  # a pool is wanted from the second batch on
+    starts = []
+    start = processes.ProcessPool.start
+
+    def counted(pool):
+        starts.append(pool)
+        start(pool)
+
+    monkeypatch.setattr(processes.ProcessPool, "start", counted)
+    want = outcome(iter(pipeline(uniform, on=False)))[0]
+    before = processes.STATS["worker_elements"]
+    ds = tpsd.TFRecordDataset([str(f) for f in uniform]).batch(8).map(summary, num_parallel_calls=2)
+    for _ in range(4):
+        got = outcome(iter(ds))
+        assert got[1] is None
+        same(got[0], want)
+    assert len(starts) == 1
+    deadline = time.monotonic() + 60
+    while processes.STATS["worker_elements"] == before and time.monotonic() < deadline:
+        got = outcome(iter(ds))  # the pool comes up during one of these passes, which moves to it
+        same(got[0], want)
+    assert processes.STATS["worker_elements"] > before and len(starts) == 1
 
 
 def test_no_worker_outlives_an_iterator_left_early(uniform):

@@ -21,6 +21,8 @@ from tpustrategy._src.data.parallel.processes import ProcessPool, WorkerStartErr
 PARK_S = 30.0
 _PARK_LOCK = threading.Lock()
 _PARKED: dict[tuple[int, int | None], tuple[ProcessPool, threading.Timer]] = {}
+# Pools still starting whose iterator ended (parked once started, unless the next iterator adopts them).
+_STARTING: dict[tuple[int, int | None], PoolHandle] = {}
 
 
 def park_pool(pool: ProcessPool) -> None:
@@ -50,10 +52,17 @@ def _drop_parked(pool: ProcessPool) -> None:
 
 
 def close_parked_pools() -> None:
-    """Ends every parked pool now (tests that count child processes; a program that wants them gone)."""
+    """Ends every parked pool now, and every pool still starting to be parked (tests that count child
+    processes; a program that wants them gone)."""
     with _PARK_LOCK:
         parked = list(_PARKED.values())
         _PARKED.clear()
+        starting = list(_STARTING.values())
+        _STARTING.clear()
+    for handle in starting:
+        with handle._lock:
+            handle._park_when_started = False
+        handle.pool.close()  # a pool still starting is ended as it comes up
     for pool, timer in parked:
         timer.cancel()
         timer.join()
@@ -78,45 +87,87 @@ def adopt_pool(task: bytes, n: int, intra_op: int | None) -> ProcessPool | None:
     return pool
 
 
+def _adopt_starting(n: int, intra_op: int | None) -> PoolHandle | None:
+    """The handle of a pool of ``n`` workers still starting for an iterator that has ended (it would
+    be parked once started), now given up by it; None if there is none."""
+    with _PARK_LOCK:
+        handle = _STARTING.pop((n, intra_op), None)
+    if handle is None:
+        return None
+    with handle._lock:
+        if handle._started:  # it has just come up: it is being parked (adopt_pool finds it)
+            return None
+        handle._park_when_started = False
+    return handle
+
+
 class PoolHandle:
-    """The worker pool of one iterator: adopted from the parked ones, or started in a background
-    thread while the iterator goes on without it; closed with the iterator (its weakref finaliser,
-    `close`, a crash), parked for the next iterator at a normal end -- once started, if it still is.
+    """The worker pool of one iterator: adopted from the parked ones (or from an ended iterator whose
+    pool is still starting), or started in a background thread while the iterator goes on without it;
+    closed with the iterator (its weakref finaliser, `close`, a crash), parked for the next iterator
+    at a normal end -- once started, if it still is.
 
     Attributes:
       pool: the `ProcessPool`.
       error: what stopped it from starting (its `start` closed it), or None.
     """
 
-    def __init__(self, owner: Any, pool: ProcessPool, start: bool):
+    def __init__(self, owner: Any, pool: ProcessPool, start: bool, *, after: PoolHandle | None = None,
+                 task: bytes = b""):
         self.pool = pool
         self.error: BaseException | None = None
         self._finalizer = weakref.finalize(owner, pool.close)
         self._lock = threading.Lock()
-        self._started = not start
+        self._started = not (start or after)
         self._park_when_started = False
         self._thread: threading.Thread | None = None
-        if start:
-            self._thread = threading.Thread(target=self._start, name="tpsd-map-pool-start", daemon=True)
+        if start or after:
+            self._thread = threading.Thread(target=self._start, args=(after, task), name="tpsd-map-pool-start",
+                                            daemon=True)
             self._thread.start()
 
     @classmethod
     def get(cls, owner: Any, task: bytes, n: int, intra_op: int | None, start: bool = True) -> PoolHandle | None:
-        """A parked pool of ``n`` workers loaded with ``task`` (ready at once); else, with ``start``,
-        a fresh one starting in the background; else None."""
+        """A parked pool of ``n`` workers loaded with ``task`` (ready at once); else the pool an ended
+        iterator left starting (ready once it has started and loaded ``task``); else, with ``start``, a
+        fresh one starting in the background; else None.
+
+        Each pass of a short stream (a benchmark's, an evaluation's) would otherwise start a pool of
+        its own while the last pass's is still starting: twice or three times the start-up's CPU,
+        spent on the cores the stream runs on.
+        """
         pool = adopt_pool(task, n, intra_op)
         if pool is not None:
             return cls(owner, pool, start=False)
+        starting = _adopt_starting(n, intra_op)
+        if starting is not None:
+            return cls(owner, starting.pool, start=False, after=starting, task=task)
+        if start:
+            pool = adopt_pool(task, n, intra_op)  # one that came up meanwhile
+            if pool is not None:
+                return cls(owner, pool, start=False)
         return cls(owner, ProcessPool(task, n, intra_op), start=True) if start else None
 
-    def _start(self) -> None:
+    def _start(self, after: PoolHandle | None, task: bytes) -> None:
         try:
-            self.pool.start()
+            if after is None:
+                self.pool.start()
+            else:  # adopted while starting: it comes up, then takes this iterator's function
+                after.wait()
+                if after.error is not None:
+                    raise after.error
+                if self.pool.closed:
+                    raise WorkerStartError("the worker pool was closed while it started")
+                self.pool.retask(task)
         except BaseException as e:  # the iterator reports it (a warning) and goes on without workers
             self.error = e
         with self._lock:
             self._started = True
             park = self._park_when_started and self.error is None
+        key = (self.pool._n, self.pool._intra_op)
+        with _PARK_LOCK:
+            if _STARTING.get(key) is self:
+                del _STARTING[key]
         if park:
             park_pool(self.pool)
 
@@ -139,11 +190,14 @@ class PoolHandle:
 
     def park(self) -> None:
         """At a normal end: the pool waits for the next iterator if it is idle and healthy (once
-        started, if it still is); otherwise it is closed."""
+        started, if it still is: meanwhile the next iterator may adopt it as it is); otherwise it is
+        closed."""
         with self._lock:
             if not self._started:
                 self._finalizer.detach()
                 self._park_when_started = True
+                with _PARK_LOCK:
+                    _STARTING[(self.pool._n, self.pool._intra_op)] = self
                 return
         pool = self.pool
         if self.error is not None or pool.closed or any(w.cids or w.dead for w in pool.workers):
