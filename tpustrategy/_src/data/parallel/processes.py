@@ -145,6 +145,27 @@ def map_elements(task: Any, elems: list[Any]) -> tuple[list[Any], RemoteError | 
     return outs, None
 
 
+class RecordRange(tuple):
+    """An element that names where its records lie instead of holding them: the worker reads them
+    itself (``read``), so that the consumer's process neither reads nor sends them
+    (`sources.record_spans.Span`)."""
+
+    __slots__ = ()
+
+    def read(self) -> list[bytes]:
+        raise NotImplementedError
+
+
+class SpanFallback(Exception):
+    """A stretch of records that cannot be read by ranges (a file that cannot be opened or framed, an
+    inner dataset that is not a reader): the pipeline that reads records in this process reads it,
+    from ``state`` (the stream's state before it)."""
+
+    def __init__(self, why: str, state: Any = None):
+        super().__init__(why)
+        self.state = state
+
+
 class Batches(list):
     """A fused chunk's result: ``(count, batch)`` pairs, each batch stacked in the worker."""
 
@@ -168,6 +189,8 @@ class MapBatchTask:
         return self.fn(x)
 
     def map_chunk(self, elems: list[Any]) -> tuple[list[Any], RemoteError | None]:
+        if elems and isinstance(elems[0], RecordRange):
+            return self._map_ranges(elems)
         from tpustrategy._src.data.core.structure import stack
 
         outs, fatal = map_elements(self.fn, elems)
@@ -179,6 +202,24 @@ class MapBatchTask:
                            for i in range(0, len(outs), n)), None
         except Exception:  # elements that do not stack: the parent batches them, raising batch's own error
             return outs, None
+
+
+    def _map_ranges(self, ranges: list[RecordRange]) -> tuple[list[Any], RemoteError | None]:
+        """Each range is one batch: its records are read here, mapped and stacked. Anything but the
+        plain case (damage, a missing file, an element's error, elements that do not stack, SystemExit)
+        fails the whole chunk, which the parent hands, from its start, to the pipeline that reads the
+        records in its own process and reports exactly what it always reports there."""
+        out = Batches()
+        for r in ranges:
+            try:
+                records = r.read()
+            except Exception as e:
+                return [RemoteError(SpanFallback(f"{type(e).__name__}: {e}"))] * len(ranges), None
+            got, fatal = self.map_chunk(records)
+            if fatal is not None or type(got) is not Batches or len(got) != 1:
+                return [RemoteError(SpanFallback("an element failed or did not stack"))] * len(ranges), None
+            out.append(got[0])
+        return out, None
 
 
 def worker_main(fd: int) -> None:

@@ -276,7 +276,7 @@ class TFRecordDataset(_ReaderDataset):
                                  workers: int, mode: str, unfused: Callable[[], NodeIterator]) -> NodeIterator | None:
         """``batch(batch_size).map(...)`` over this reader with the reading in worker processes
         (`record_spans.SpanMapIterator`); None for compressed files or parallel reads."""
-        if self.compression_type or self.num_parallel_reads not in (None, 1):
+        if not self._plain():
             return None
         block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
         files = self.filenames
@@ -286,6 +286,51 @@ class TFRecordDataset(_ReaderDataset):
 
         return record_spans.SpanMapIterator(source, unfused, map_node, workers, mode,
                                             ctx.options.threading.max_intra_op_parallelism)
+
+    def _plain(self) -> bool:
+        """Whether worker processes can read this reader's records by byte ranges (uncompressed, one
+        file at a time)."""
+        return not self.compression_type and self.num_parallel_reads in (None, 1)
+
+    def _record_feed(self, ctx: IterContext, batch_size: int) -> Callable[[Any], NodeIterator | None] | None:
+        """For a fused ``map(fn).batch(batch_size)`` over this reader: makes, at a reader state, the
+        `record_spans.ReaderFeed` that hands the workers byte ranges of ``batch_size`` records to read
+        themselves; None where the records cannot be read by ranges."""
+        if not self._plain():
+            return None
+        block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
+
+        def make(state: Any) -> NodeIterator:
+            feed = record_spans.ReaderFeed(self.filenames._make_iterator(ctx), batch_size, block)
+            try:
+                feed.set_state(state)
+            except BaseException:
+                feed.close()
+                raise
+            return feed
+
+        return make
+
+    def _interleave_record_feed(self, ctx: IterContext, new_input: Callable[[], NodeIterator],
+                                open_inner: Callable[[Any], Any], block_length: int, batch_size: int,
+                                parallel: bool, state: Any) -> NodeIterator | None:
+        """For a fused ``map(fn).batch(batch_size)`` over ``interleave(f, cycle_length=1)`` whose inner
+        datasets are readers like this one (an inner dataset that is not raises `SpanFallback` when it
+        comes): the `record_spans.InterleaveFeed` at the interleave state ``state``."""
+
+        def cursor_of(ds: Any) -> record_spans.Cursor:
+            if type(ds) is not TFRecordDataset or not ds._plain():
+                raise record_spans.SpanFallback("an inner dataset that is not an uncompressed TFRecordDataset")
+            return record_spans.Cursor(ds.filenames._make_iterator(ctx.fresh()),
+                                       ds.buffer_size or record_io.DEFAULT_BUFFER_SIZE)
+
+        feed = record_spans.InterleaveFeed(new_input, open_inner, cursor_of, block_length, batch_size, parallel)
+        try:
+            feed.set_state(state)
+        except BaseException:
+            feed.close()
+            raise
+        return feed
 
 
 class TextLineDataset(_ReaderDataset):

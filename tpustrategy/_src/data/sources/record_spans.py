@@ -52,19 +52,16 @@ POOL_AFTER_S = 0.05
 Segment = tuple[str, int, int, int]
 
 
-class SpanFallback(Exception):
-    """The next batch cannot be described here (a file that cannot be opened or framed, a name that
-    is not a string): the unfused pipeline reads it from ``state`` (the batch state before it)."""
-
-    def __init__(self, why: str, state: Any = None):
-        super().__init__(why)
-        self.state = state
+SpanFallback = processes.SpanFallback
 
 
-class Span(tuple):
+class Span(processes.RecordRange):
     """One batch's records, as segments of files (a batch may cross from one file to the next)."""
 
     __slots__ = ()
+
+    def read(self) -> list[bytes]:
+        return read_span(self)
 
 
 # --------------------------------------------------------------------------- this process: describing batches
@@ -163,21 +160,15 @@ class _File:
             self.fd = -1
 
 
-class SpanSource(NodeIterator):
-    """The batches of a ``TFRecordDataset(...).batch(n, drop_remainder)`` as `Span`s.
+class Cursor:
+    """Hands out the records of the files a file-name iterator names, one file after another, as
+    segments; its state is a TFRecord reader's (``{"files", "file_index", "path", "offset", "skip"}``)."""
 
-    Its state is the batch iterator's over the reader's (``{"input": {"files", "file_index",
-    "path", "offset", "skip"}, "done"}``): a checkpoint restores into either pipeline.
-    """
-
-    def __init__(self, files: NodeIterator, batch_size: int, drop_remainder: bool, block: int):
-        self._files, self._n, self._drop, self._block = files, batch_size, drop_remainder, block
+    def __init__(self, files: NodeIterator, block: int):
+        self._files, self._block = files, block
         self._file: _File | None = None
         self._path: str | None = None
         self._file_index = -1
-        self._done = False
-        self._broken: SpanFallback | None = None
-        self._ended = False  # after a fallback: the stream of spans ends here
 
     def _open_next(self) -> bool:
         try:
@@ -191,11 +182,9 @@ class SpanSource(NodeIterator):
         self._file = _File(self._path, 0, self._block)
         return True
 
-    def _next_span(self) -> Span:
-        if self._done:
-            raise StopIteration
+    def take(self, need: int) -> list[Segment]:
+        """Segments of the next ``need`` records (fewer only at the end of the last file)."""
         segments: list[Segment] = []
-        need = self._n
         while need:
             if self._file is None and not self._open_next():
                 break
@@ -206,11 +195,52 @@ class SpanSource(NodeIterator):
                 continue
             segments.append(seg)
             need -= seg[3]
-        if need:
-            self._done = True
-            if not segments or self._drop:
-                raise StopIteration
-        return Span(segments)
+        return segments
+
+    def get_state(self) -> dict[str, Any]:
+        f = self._file
+        return {"files": self._files.get_state(), "file_index": self._file_index,
+                "path": self._path if f is not None else None, "offset": f.pos if f is not None else 0, "skip": 0}
+
+    def set_state(self, reader: dict[str, Any]) -> None:
+        check_state(reader, ("files", "file_index", "path", "offset", "skip"), "TFRecordDataset")
+        self._close_file()
+        self._files.set_state(reader["files"])
+        self._file_index = int(reader["file_index"])
+        self._path = reader["path"]
+        if self._path is None:
+            return
+        self._file = _File(self._path, int(reader["offset"]), self._block)
+        skip = int(reader["skip"])
+        while skip:
+            seg = self._file.take(skip)
+            if seg is None:
+                break
+            skip -= seg[3]
+
+    def _close_file(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        self._close_file()
+        self._files.close()
+
+
+def _count(segments: list[Segment]) -> int:
+    return sum(seg[3] for seg in segments)
+
+
+class _Spans(NodeIterator):
+    """`Span`s of up to ``n`` records; a span that cannot be described raises `SpanFallback` carrying
+    the state before it (after the spans described before it in the same call were returned)."""
+
+    _broken: SpanFallback | None = None
+    _ended = False  # after a fallback: the stream of spans ends here
+
+    def _next_span(self) -> Span:
+        raise NotImplementedError
 
     def __next__(self) -> Span:
         out = self._next_many(1)
@@ -241,39 +271,201 @@ class SpanSource(NodeIterator):
                 raise
         return out
 
+    def _reset(self) -> None:
+        self._broken, self._ended = None, False
+
+
+class SpanSource(_Spans):
+    """The batches of a ``TFRecordDataset(...).batch(n, drop_remainder)`` as `Span`s.
+
+    Its state is the batch iterator's over the reader's (``{"input": {"files", "file_index",
+    "path", "offset", "skip"}, "done"}``): a checkpoint restores into either pipeline.
+    """
+
+    def __init__(self, files: NodeIterator, batch_size: int, drop_remainder: bool, block: int):
+        self._cursor = Cursor(files, block)
+        self._n, self._drop = batch_size, drop_remainder
+        self._done = False
+
+    def _next_span(self) -> Span:
+        if self._done:
+            raise StopIteration
+        segments = self._cursor.take(self._n)
+        if _count(segments) < self._n:
+            self._done = True
+            if not segments or self._drop:
+                raise StopIteration
+        return Span(segments)
+
     def get_state(self) -> dict[str, Any]:
-        f = self._file
-        reader = {"files": self._files.get_state(), "file_index": self._file_index,
-                  "path": self._path if f is not None else None, "offset": f.pos if f is not None else 0, "skip": 0}
-        return {"input": reader, "done": self._done}
+        return {"input": self._cursor.get_state(), "done": self._done}
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "done"), "batch")
-        reader = check_state(state["input"], ("files", "file_index", "path", "offset", "skip"), "TFRecordDataset")
-        self._close_file()
-        self._broken, self._ended = None, False
-        self._files.set_state(reader["files"])
-        self._file_index = int(reader["file_index"])
+        self._reset()
         self._done = bool(state["done"])
-        self._path = reader["path"]
-        if self._path is None:
-            return
-        self._file = _File(self._path, int(reader["offset"]), self._block)
-        skip = int(reader["skip"])
-        while skip:
-            seg = self._file.take(skip)
-            if seg is None:
-                break
-            skip -= seg[3]
-
-    def _close_file(self) -> None:
-        f, self._file = self._file, None
-        if f is not None:
-            f.close()
+        self._cursor.set_state(state["input"])
 
     def close(self) -> None:
-        self._close_file()
-        self._files.close()
+        self._cursor.close()
+
+
+class _RecordFeed(_Spans):
+    """The records of a reader (or of an interleave of readers) for a fused ``map(fn).batch(n)``:
+    `Span`s of ``n`` records (the last may be short), each a batch the worker reads, maps and stacks.
+
+    Its state is the record stream's (the reader's, the interleave's), and `_skip` counts records:
+    the fused iterator's state (``{"input": {"input": stream state, "skip": records}, "done"}``) is
+    kept as in the pipeline reading records here.
+    """
+
+    _n = 1
+
+    def _take(self, need: int) -> list[Segment]:
+        raise NotImplementedError
+
+    def _next_span(self) -> Span:
+        segments = self._take(self._n)
+        if not segments:
+            raise StopIteration
+        return Span(segments)
+
+    def _skip(self, n: int) -> int:
+        """Discards the next ``n`` *records*; returns how many there were."""
+        return _count(self._take(n)) if n > 0 else 0
+
+
+class ReaderFeed(_RecordFeed):
+    """The records of a ``TFRecordDataset`` (uncompressed, one file at a time); the reader's state."""
+
+    def __init__(self, files: NodeIterator, batch_size: int, block: int):
+        self._cursor = Cursor(files, block)
+        self._n = batch_size
+
+    def _take(self, need: int) -> list[Segment]:
+        return self._cursor.take(need)
+
+    def get_state(self) -> dict[str, Any]:
+        return self._cursor.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._reset()
+        self._cursor.set_state(state)
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+class InterleaveFeed(_RecordFeed):
+    """The records of ``interleave(fn, cycle_length=1)`` over readers: the inner datasets one after
+    another (what ``num_parallel_calls=AUTOTUNE`` gives on hosts of up to 17 cores), each of which must
+    be an uncompressed ``TFRecordDataset`` (`cursor_of` says; else `SpanFallback`). Its state is the
+    interleave's.
+
+    Args:
+      new_input: makes a fresh iterator of the interleave's input.
+      open_inner: ``fn(element)``, the inner `Dataset`.
+      cursor_of: the `Cursor` over an inner dataset's records (`SpanFallback` if it is not a reader).
+      block_length: the interleave's (with one slot, only its state counts it).
+      batch_size: records per span.
+      parallel: the interleave has ``num_parallel_calls`` (its inner iterators run in background
+        threads, whose state wraps the reader's: ``{"input": reader state, "skip": records}``).
+    """
+
+    def __init__(self, new_input: Callable[[], NodeIterator], open_inner: Callable[[Any], Any],
+                 cursor_of: Callable[[Any], Cursor], block_length: int, batch_size: int, parallel: bool):
+        self._new_input, self._open, self._cursor_of = new_input, open_inner, cursor_of
+        self._block, self._n, self._parallel = block_length, batch_size, parallel
+        self._input = new_input()
+        self._input_done = False
+        self._cursor: Cursor | None = None
+        self._outer: Any = None  # the input's state before the element of the open inner dataset
+        self._taken = 0  # records taken from the open inner dataset
+
+    def _open_next(self) -> bool:
+        if self._input_done:
+            return False
+        outer = self._input.get_state()
+        try:
+            x = self._input.__next__()
+        except StopIteration:
+            self._input_done = True
+            return False
+        except Exception as e:  # the unfused interleave raises it in its place
+            raise SpanFallback(f"the interleave's input raised {type(e).__name__}") from e
+        self._cursor = self._open_cursor(x)
+        self._outer, self._taken = outer, 0
+        return True
+
+    def _open_cursor(self, x: Any) -> Cursor:
+        try:
+            inner = self._open(x)
+        except Exception as e:
+            raise SpanFallback(f"the interleave's function raised {type(e).__name__}") from e
+        return self._cursor_of(inner)
+
+    def _take(self, need: int) -> list[Segment]:
+        segments: list[Segment] = []
+        while need:
+            if self._cursor is None and not self._open_next():
+                break
+            assert self._cursor is not None
+            got = self._cursor.take(need)
+            if not got:  # this inner dataset is exhausted: the next element's opens in its slot
+                self._close_cursor()
+                continue
+            segments += got
+            c = _count(got)
+            need -= c
+            self._taken += c
+        return segments
+
+    def get_state(self) -> dict[str, Any]:
+        cursor = self._cursor
+        slot = None
+        if cursor is not None:
+            inner = cursor.get_state()
+            slot = {"outer": self._outer, "inner": {"input": inner, "skip": 0} if self._parallel else inner}
+        return {"input": self._input.get_state(), "input_done": self._input_done, "cycle": 0,
+                "block": self._taken % self._block if cursor is not None else 0, "slots": [slot]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        check_state(state, ("input", "input_done", "cycle", "block", "slots"), "interleave")
+        if len(state["slots"]) != 1:
+            raise SpanFallback("an interleave state of several slots")
+        self._reset()
+        self._close_cursor()
+        self._input.set_state(state["input"])
+        self._input_done = bool(state["input_done"])
+        slot = state["slots"][0]
+        if slot is None:
+            return
+        source = self._new_input()
+        try:
+            source.set_state(slot["outer"])
+            x = source.__next__()
+        except Exception as e:
+            raise SpanFallback(f"the interleave's input raised {type(e).__name__}") from e
+        finally:
+            source.close()
+        self._cursor = self._open_cursor(x)
+        inner = slot["inner"]
+        if self._parallel:
+            inner = check_state(inner, ("input", "skip"), "prefetch")
+            self._cursor.set_state(inner["input"])
+            self._cursor.take(int(inner["skip"]))
+        else:
+            self._cursor.set_state(inner)
+        self._outer, self._taken = slot["outer"], int(state["block"])
+
+    def _close_cursor(self) -> None:
+        cursor, self._cursor = self._cursor, None
+        if cursor is not None:
+            cursor.close()
+
+    def close(self) -> None:
+        self._close_cursor()
+        self._input.close()
 
 
 # --------------------------------------------------------------------------- the worker: reading a batch

@@ -189,9 +189,11 @@ class MapDataset(Dataset):
             return None
         from tpustrategy._src.data.transformations.map_batch import MapBatchIterator
 
-        it = self.inputs[0]._make_iterator(ctx)
-        return MapBatchIterator(it, self.fn, batch_size, drop_remainder, workers, mode, self,
-                                ctx.options.threading.max_intra_op_parallelism, batcher)
+        inp = self.inputs[0]
+        feed_of = getattr(inp, "_record_feed", None)  # a reader, an interleave of readers
+        return MapBatchIterator(inp._make_iterator(ctx), self.fn, batch_size, drop_remainder, workers, mode, self,
+                                ctx.options.threading.max_intra_op_parallelism, batcher,
+                                feed_of(ctx, batch_size) if feed_of is not None else None)
 
     def _worker_task(self, batch_size: int | None = None, wrap: Callable[[Any], Any] | None = None) -> bytes | None:
         """``fn`` pickled for worker processes (once per dataset, batch size and wrapper), or None after one warning.

@@ -32,7 +32,7 @@ from typing import Any
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state, pull
 from tpustrategy._src.data.core.structure import stack
 from tpustrategy._src.data.parallel import parking, processes
-from tpustrategy._src.data.parallel.threads import cpu_count
+from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, cpu_count
 from tpustrategy._src.data.transformations.calling import call_map_fn
 from tpustrategy._src.data.transformations.parallel_map import ParallelMapIterator
 
@@ -60,16 +60,23 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
       intra_op: threads NumPy/BLAS may use inside one worker process.
       batcher: builds the unfused batch iterator over a map iterator (``BatchIterator``, passed in
         by ``batch``, which imports this module's importer).
+      feed: where the input is a reader or an interleave of readers (``_record_feed``): makes, at an
+        input state, the iterator of byte ranges of ``batch_size`` records that the workers read
+        themselves (this process then neither reads nor sends the records); None (or a None it
+        makes, or a `SpanFallback` it raises) keeps the reading here.
     """
 
     def __init__(self, it: NodeIterator, fn: Callable[..., Any], batch_size: int, drop_remainder: bool,
                  workers: int, mode: str, owner: Any, intra_op: int | None = None,
-                 batcher: Callable[[NodeIterator], NodeIterator] | None = None):
+                 batcher: Callable[[NodeIterator], NodeIterator] | None = None,
+                 feed: Callable[[Any], NodeIterator | None] | None = None):
         self._it, self._fn, self._n, self._drop = it, fn, batch_size, drop_remainder
         assert batcher is not None, "MapBatchIterator needs the unfused batch iterator's builder"
         self._batcher = batcher
         self._workers, self._mode, self._owner, self._intra_op = workers, mode, owner, intra_op
         self._delegate: NodeIterator | None = None
+        self._feed_of = feed
+        self._feed: NodeIterator | None = None  # the workers' input while they read the records
         self._pool: parking.PoolHandle | None = None
         self._runner: processes.ProcessMapRunner | None = None
         self._batches: list[tuple[int, Any]] = []
@@ -168,12 +175,17 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
                 raise err
             return True
         if outs:  # an element failed or did not stack: the unfused pipeline redoes this chunk
+            if type(outs) is FailedChunk:  # ranges this process could not describe: from where they start
+                first = next((x.error for x in outs if type(x) is ElementError), None)
+                if isinstance(first, processes.SpanFallback) and first.state is not None:
+                    state = first.state
             return self._hand_over(state)
         if err is not None:  # a crashed worker, an error reading the input
             self._done = True
             self._end_processes()
             raise err
         self._park()
+        self._close_feed()
         return False
 
     # ------------------------------------------------------------------ the unfused pipeline
@@ -184,6 +196,7 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
     def _hand_over(self, state: Any) -> bool:
         """From the chunk that starts at ``state``, the unfused thread pipeline delivers the stream."""
         self._end_processes()
+        self._close_feed()
         d = self._unfused()
         d.set_state({"input": {"input": state, "skip": 0}, "done": False})
         self._delegate = d
@@ -222,7 +235,26 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
             self._delegate_at_boundary()
             return
         # Started at a batch boundary: every batch read so far is mapped (or held in _batches).
-        self._runner = processes.ProcessMapRunner(pool.pool, self._it, self._n, unit=self._n)
+        self._feed = self._open_feed(self._it.get_state())
+        if self._feed is not None:  # one range (a batch) per element
+            self._runner = processes.ProcessMapRunner(pool.pool, self._feed)
+        else:
+            self._runner = processes.ProcessMapRunner(pool.pool, self._it, self._n, unit=self._n)
+
+    def _open_feed(self, state: Any) -> NodeIterator | None:
+        """The workers' feed of record ranges at the input state ``state``, or None (the records are
+        read here: no feed for this input, or it cannot start there)."""
+        if self._feed_of is None:
+            return None
+        try:
+            return self._feed_of(state)
+        except processes.SpanFallback:
+            return None
+
+    def _close_feed(self) -> None:
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.close()
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -243,18 +275,31 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
             return
         if self._runner is not None:
             self._runner.reset()  # chunks in flight are dropped; the pool stays
-        self._it.set_state(inner["input"])
-        self._it._skip(int(inner["skip"]))
+        feed = self._feed
+        if feed is not None:
+            try:
+                feed.set_state(inner["input"])
+                feed._skip(int(inner["skip"]))
+            except processes.SpanFallback:  # not by ranges from there: the unfused pipeline goes on
+                self._end_processes()
+                self._close_feed()
+                self._delegate = self._unfused()
+                self._delegate.set_state(state)
+                return
+        else:
+            self._it.set_state(inner["input"])
+            self._it._skip(int(inner["skip"]))
         self._batches, self._pos = [], 0
         self._done = bool(state["done"])
         self._started = True
-        self._chunk_state = self._it.get_state()
+        self._chunk_state = (feed or self._it).get_state()
         if self._mode == "on" and self._pool is None and self._pending_delegate is None:
             self._launch_pool(wait=True)
 
     def close(self) -> None:
         self._done = True
         self._end_processes()
+        self._close_feed()
         if self._delegate is not None:
             self._delegate.close()
         elif self._pending_delegate is not None:
