@@ -248,3 +248,49 @@ def test_the_interleave_feed_states_restore_into_the_interleave(mixed):
     finally:
         feed.close()
     assert seen == len(records)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_running_iterator_moved_into_a_file_gone_since_reports_it_as_the_pipeline_that_reads_here(
+        kind, uniform, monkeypatch):
+    """A running fused iterator moved to a position its feed cannot take (`SpanFallback` in its
+    ``set_state`` or ``_skip``: a file deleted since) hands over to the pipeline that reads the records here,
+    which reports the missing file as it always does."""
+    it = iter(pipeline(uniform, kind, batch=5, on=False))
+    for _ in range(4):  # 20 records: inside the second file (13 + 18 records)
+        next(it)
+    state = it.get_state()["pipeline"]
+    it.close()
+    os.remove(uniform[1])
+    refused = []  # the running feed's moves (its set_state, then _skip) that raised SpanFallback
+    def counting(move):
+        def counted(self, arg):
+            try:
+                return move(self, arg)
+            except record_spans.SpanFallback:
+                refused.append(type(self).__name__)
+                raise
+
+        return counted
+
+    for feed in (record_spans.ReaderFeed, record_spans.InterleaveFeed):
+        for name in ("set_state", "_skip"):
+            monkeypatch.setattr(feed, name, counting(getattr(feed, name)))
+
+    def moved(on):
+        ds = pipeline(uniform, kind, batch=5, on=on)
+        node = ds._make_iterator(IterContext(ds.options(), (0,)))
+        try:
+            next(node)  # running (with the workers' feed, when on)
+            try:
+                node.set_state(state)
+            except Exception as e:
+                return [], (type(e), str(e).split("\n")[0])
+            return outcome(node)
+        finally:
+            node.close()
+
+    want, got = moved(False), moved(True)
+    assert want[1] is not None and got[1] == want[1]
+    same(got[0], want[0])
+    assert refused, "the running feed was not asked to move"
