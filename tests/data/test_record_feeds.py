@@ -1,5 +1,5 @@
-"""A fused ``map(fn).batch(n)`` over a TFRecord reader, or over ``interleave(TFRecordDataset,
-cycle_length=1)``, whose workers read their records by byte ranges (`record_spans.ReaderFeed`,
+"""A fused ``map(fn).batch(n)`` over a TFRecord reader, or over ``interleave(TFRecordDataset)``,
+whose workers read their records by byte ranges (`record_spans.ReaderFeed`,
 `record_spans.InterleaveFeed`).
 
 Every case runs the pipeline with the workers forced on and compares it with the same pipeline in
@@ -60,7 +60,7 @@ def source(files, kind, **interleave):
         return tpsd.TFRecordDataset(names)
     fn = interleave.pop("inner", tpsd.TFRecordDataset)
     parallel = {"num_parallel_calls": 2} if kind == "parallel_interleave" else {}
-    args = {"cycle_length": 1, **parallel, **interleave}
+    args = {"cycle_length": 1, **parallel, **interleave}  # 1 slot: what AUTOTUNE gives up to 17 cores
     return tpsd.Dataset.from_tensor_slices(names).interleave(fn, **args)
 
 
@@ -142,12 +142,34 @@ def test_inner_datasets_that_are_not_plain_readers(uniform, inner, spans_describ
     assert bool(spans_described[0]) == (inner is compressed_or_plain)
 
 
-def test_an_interleave_of_two_open_files_reads_here(uniform, spans_described):
-    want = outcome(iter(pipeline(uniform, batch=6, on=False, cycle_length=2)))
-    got = outcome(iter(pipeline(uniform, batch=6, cycle_length=2)))
-    assert got[1] is None
+@pytest.mark.parametrize("kind", ["interleave", "parallel_interleave"])
+@pytest.mark.parametrize("cycle,block", [(2, 1), (3, 2), (2, 5), (4, 3)])
+@pytest.mark.parametrize("files", ["uniform", "mixed"])
+def test_an_interleave_of_several_open_files_keeps_its_order(kind, cycle, block, files, request, spans_described):
+    """Several slots: a batch takes blocks of several files in turn (a segment per block; each file's
+    part of a span read at once), exhausted files replaced in their slot, in the interleave's order."""
+    files = request.getfixturevalue(files)
+    want = outcome(iter(pipeline(files, kind, batch=7, on=False, cycle_length=cycle, block_length=block)))
+    got = outcome(iter(pipeline(files, kind, batch=7, cycle_length=cycle, block_length=block)))
+    assert want[1] is None and got[1] is None
     same(got[0], want[0])
-    assert spans_described[0] == 0
+    assert spans_described[0] >= len(want[0])
+
+
+@pytest.mark.parametrize("at", [0, 2, 5])
+@pytest.mark.parametrize("saved_on,restored_on", [(True, True), (True, False), (False, True)])
+def test_a_checkpoint_of_an_interleave_of_several_open_files_resumes_exactly(at, saved_on, restored_on, mixed):
+    args = {"cycle_length": 3, "block_length": 2}
+    want = outcome(iter(pipeline(mixed, "parallel_interleave", batch=4, on=False, **args)))[0]
+    it = iter(pipeline(mixed, "parallel_interleave", batch=4, on=saved_on, **args))
+    head = [next(it) for _ in range(at)]
+    state = it.get_state()
+    it.close()
+    again = iter(pipeline(mixed, "parallel_interleave", batch=4, on=restored_on, **args))
+    again.set_state(state)
+    rest, err = outcome(again)
+    assert err is None
+    same(head + rest, want)
 
 
 # --------------------------------------------------------------------------- errors
@@ -167,6 +189,22 @@ def test_damage_is_reported_where_the_pipeline_that_reads_here_reports_it(kind, 
         os.truncate(target, at + 12 + 1)
     want = outcome(iter(pipeline(mixed, kind, batch=5, on=False)))
     got = outcome(iter(pipeline(mixed, kind, batch=5)))
+    assert want[1] is not None and got[1] == want[1]
+    same(got[0], want[0])
+
+
+@pytest.mark.parametrize("where", ["data", "truncated"])
+def test_damage_in_an_interleave_of_several_open_files_is_reported_in_its_place(where, mixed):
+    target = str(mixed[2])
+    sizes = [len(r) + 16 for r in tpsd.TFRecordDataset(target)]
+    at = sum(sizes[:11])  # record 11 of the third file, read between the others' blocks
+    if where == "data":
+        corrupt(target, at + 12 + 2)
+    else:
+        os.truncate(target, at + 12 + 1)
+    args = {"cycle_length": 3, "block_length": 2}
+    want = outcome(iter(pipeline(mixed, "parallel_interleave", batch=4, on=False, **args)))
+    got = outcome(iter(pipeline(mixed, "parallel_interleave", batch=4, **args)))
     assert want[1] is not None and got[1] == want[1]
     same(got[0], want[0])
 
@@ -224,9 +262,10 @@ def test_a_checkpoint_resumes_exactly_in_either_pipeline(kind, files, at, saved_
     same(head + rest, want)
 
 
-def test_the_interleave_feed_states_restore_into_the_interleave(mixed):
+@pytest.mark.parametrize("cycle", [1, 3])
+def test_the_interleave_feed_states_restore_into_the_interleave(mixed, cycle):
     """The feed's state, after every span, is a position the interleave itself resumes from."""
-    ds = source(mixed, "parallel_interleave", block_length=3)
+    ds = source(mixed, "parallel_interleave", cycle_length=cycle, block_length=3)
     records = list(ds)
     ctx = IterContext(ds.options(), (0,))
     feed = ds._record_feed(ctx, 4)(ds._make_iterator(ctx).get_state())

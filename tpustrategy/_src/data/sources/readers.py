@@ -312,11 +312,11 @@ class TFRecordDataset(_ReaderDataset):
         return make
 
     def _interleave_record_feed(self, ctx: IterContext, new_input: Callable[[], NodeIterator],
-                                open_inner: Callable[[Any], Any], block_length: int, batch_size: int,
-                                parallel: bool, state: Any) -> NodeIterator | None:
-        """For a fused ``map(fn).batch(batch_size)`` over ``interleave(f, cycle_length=1)`` whose inner
-        datasets are readers like this one (an inner dataset that is not raises `SpanFallback` when it
-        comes): the `record_spans.InterleaveFeed` at the interleave state ``state``."""
+                                open_inner: Callable[[Any], Any], cycle_length: int, block_length: int,
+                                batch_size: int, parallel: bool, state: Any) -> NodeIterator | None:
+        """For a fused ``map(fn).batch(batch_size)`` over an ``interleave`` whose inner datasets are
+        readers like this one (an inner dataset that is not raises `SpanFallback` when it comes): the
+        `record_spans.InterleaveFeed` at the interleave state ``state``."""
 
         def cursor_of(ds: Any) -> record_spans.Cursor:
             if type(ds) is not TFRecordDataset or not ds._plain():
@@ -324,7 +324,8 @@ class TFRecordDataset(_ReaderDataset):
             return record_spans.Cursor(ds.filenames._make_iterator(ctx.fresh()),
                                        ds.buffer_size or record_io.DEFAULT_BUFFER_SIZE)
 
-        feed = record_spans.InterleaveFeed(new_input, open_inner, cursor_of, block_length, batch_size, parallel)
+        feed = record_spans.InterleaveFeed(new_input, open_inner, cursor_of, cycle_length, block_length,
+                                           batch_size, parallel)
         try:
             feed.set_state(state)
         except BaseException:

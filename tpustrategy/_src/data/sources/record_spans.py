@@ -357,45 +357,46 @@ class ReaderFeed(_RecordFeed):
 
 
 class InterleaveFeed(_RecordFeed):
-    """The records of ``interleave(fn, cycle_length=1)`` over readers: the inner datasets one after
-    another (what ``num_parallel_calls=AUTOTUNE`` gives on hosts of up to 17 cores), each of which must
-    be an uncompressed ``TFRecordDataset`` (`cursor_of` says; else `SpanFallback`). Its state is the
-    interleave's.
+    """The records of ``interleave(fn, cycle_length, block_length)`` over readers, in the interleave's
+    order (`transformations.interleave.InterleaveIterator`'s loop, with a `Cursor` per open slot): each
+    inner dataset must be an uncompressed ``TFRecordDataset`` (`cursor_of` says; else `SpanFallback`).
+    Its state is the interleave's. With one slot (what ``num_parallel_calls=AUTOTUNE`` gives on hosts
+    of up to 17 cores) the inner datasets come one after another and a span has a segment per file;
+    with several, a segment per block (`read_span` reads each file's part of a span at once).
 
     Args:
       new_input: makes a fresh iterator of the interleave's input.
       open_inner: ``fn(element)``, the inner `Dataset`.
       cursor_of: the `Cursor` over an inner dataset's records (`SpanFallback` if it is not a reader).
-      block_length: the interleave's (with one slot, only its state counts it).
+      cycle_length, block_length: the interleave's (resolved).
       batch_size: records per span.
       parallel: the interleave has ``num_parallel_calls`` (its inner iterators run in background
         threads, whose state wraps the reader's: ``{"input": reader state, "skip": records}``).
     """
 
     def __init__(self, new_input: Callable[[], NodeIterator], open_inner: Callable[[Any], Any],
-                 cursor_of: Callable[[Any], Cursor], block_length: int, batch_size: int, parallel: bool):
+                 cursor_of: Callable[[Any], Cursor], cycle_length: int, block_length: int, batch_size: int,
+                 parallel: bool):
         self._new_input, self._open, self._cursor_of = new_input, open_inner, cursor_of
-        self._block, self._n, self._parallel = block_length, batch_size, parallel
+        self._cycle, self._block, self._n, self._parallel = cycle_length, block_length, batch_size, parallel
         self._input = new_input()
         self._input_done = False
-        self._cursor: Cursor | None = None
-        self._outer: Any = None  # the input's state before the element of the open inner dataset
-        self._taken = 0  # records taken from the open inner dataset
+        # Per open slot: its cursor and the input's state before the element that opened it.
+        self._slots: list[tuple[Cursor, Any] | None] = [None] * cycle_length
+        self._ci = 0
+        self._bi = 0
 
-    def _open_next(self) -> bool:
-        if self._input_done:
-            return False
+    def _open_next(self) -> tuple[Cursor, Any] | None:
+        """The next input element's inner dataset as a slot (None at the end of the input)."""
         outer = self._input.get_state()
         try:
             x = self._input.__next__()
         except StopIteration:
             self._input_done = True
-            return False
+            return None
         except Exception as e:  # the unfused interleave raises it in its place
             raise SpanFallback(f"the interleave's input raised {type(e).__name__}") from e
-        self._cursor = self._open_cursor(x)
-        self._outer, self._taken = outer, 0
-        return True
+        return self._open_cursor(x), outer
 
     def _open_cursor(self, x: Any) -> Cursor:
         try:
@@ -404,42 +405,61 @@ class InterleaveFeed(_RecordFeed):
             raise SpanFallback(f"the interleave's function raised {type(e).__name__}") from e
         return self._cursor_of(inner)
 
+    def _advance(self) -> None:
+        self._ci = (self._ci + 1) % self._cycle
+        self._bi = 0
+
     def _take(self, need: int) -> list[Segment]:
         segments: list[Segment] = []
+        slots = self._slots
         while need:
-            if self._cursor is None and not self._open_next():
+            slot = slots[self._ci]
+            if slot is not None:
+                got = slot[0].take(min(need, self._block - self._bi))
+                if got:
+                    segments += got
+                    c = _count(got)
+                    need -= c
+                    self._bi += c
+                    if self._bi >= self._block:
+                        self._advance()
+                else:  # exhausted: the next input element's inner dataset opens in its place
+                    slot[0].close()
+                    slots[self._ci] = None
+                    self._advance()
+            elif not self._input_done:
+                slots[self._ci] = self._open_next()
+            elif any(s is not None for s in slots):
+                self._advance()
+            else:
                 break
-            assert self._cursor is not None
-            got = self._cursor.take(need)
-            if not got:  # this inner dataset is exhausted: the next element's opens in its slot
-                self._close_cursor()
-                continue
-            segments += got
-            c = _count(got)
-            need -= c
-            self._taken += c
         return segments
 
     def get_state(self) -> dict[str, Any]:
-        cursor = self._cursor
-        slot = None
-        if cursor is not None:
-            inner = cursor.get_state()
-            slot = {"outer": self._outer, "inner": {"input": inner, "skip": 0} if self._parallel else inner}
-        return {"input": self._input.get_state(), "input_done": self._input_done, "cycle": 0,
-                "block": self._taken % self._block if cursor is not None else 0, "slots": [slot]}
+        slots = []
+        for slot in self._slots:
+            if slot is None:
+                slots.append(None)
+                continue
+            inner = slot[0].get_state()
+            slots.append({"outer": slot[1], "inner": {"input": inner, "skip": 0} if self._parallel else inner})
+        return {"input": self._input.get_state(), "input_done": self._input_done, "cycle": self._ci,
+                "block": self._bi, "slots": slots}
 
     def set_state(self, state: dict[str, Any]) -> None:
         check_state(state, ("input", "input_done", "cycle", "block", "slots"), "interleave")
-        if len(state["slots"]) != 1:
-            raise SpanFallback("an interleave state of several slots")
+        if len(state["slots"]) != self._cycle:
+            raise SpanFallback(f"an interleave state of {len(state['slots'])} slots, not {self._cycle}")
         self._reset()
-        self._close_cursor()
+        self._close_slots()
         self._input.set_state(state["input"])
         self._input_done = bool(state["input_done"])
-        slot = state["slots"][0]
-        if slot is None:
-            return
+        self._ci, self._bi = int(state["cycle"]), int(state["block"])
+        for i, slot in enumerate(state["slots"]):
+            if slot is not None:
+                self._slots[i] = (self._restore_slot(slot), slot["outer"])
+
+    def _restore_slot(self, slot: dict[str, Any]) -> Cursor:
         source = self._new_input()
         try:
             source.set_state(slot["outer"])
@@ -448,23 +468,28 @@ class InterleaveFeed(_RecordFeed):
             raise SpanFallback(f"the interleave's input raised {type(e).__name__}") from e
         finally:
             source.close()
-        self._cursor = self._open_cursor(x)
-        inner = slot["inner"]
-        if self._parallel:
-            inner = check_state(inner, ("input", "skip"), "prefetch")
-            self._cursor.set_state(inner["input"])
-            self._cursor.take(int(inner["skip"]))
-        else:
-            self._cursor.set_state(inner)
-        self._outer, self._taken = slot["outer"], int(state["block"])
-
-    def _close_cursor(self) -> None:
-        cursor, self._cursor = self._cursor, None
-        if cursor is not None:
+        cursor = self._open_cursor(x)
+        try:
+            inner = slot["inner"]
+            if self._parallel:
+                inner = check_state(inner, ("input", "skip"), "prefetch")
+                cursor.set_state(inner["input"])
+                cursor.take(int(inner["skip"]))
+            else:
+                cursor.set_state(inner)
+        except BaseException:
             cursor.close()
+            raise
+        return cursor
+
+    def _close_slots(self) -> None:
+        for i, slot in enumerate(self._slots):
+            if slot is not None:
+                slot[0].close()
+                self._slots[i] = None
 
     def close(self) -> None:
-        self._close_cursor()
+        self._close_slots()
         self._input.close()
 
 
@@ -473,13 +498,35 @@ class InterleaveFeed(_RecordFeed):
 
 def read_span(span: Span) -> list[bytes]:
     """The records of ``span``, every length and data checksum checked (DataLossError if they are
-    not as described: damage, or a file that changed since it was framed)."""
+    not as described: damage, or a file that changed since it was framed).
+
+    Segments that continue one another in a file (an interleave's blocks of one file, between other
+    files' blocks) are read at once, then handed out in the span's order.
+    """
     if len(span) == 1:
         return record_io.read_tfrecord_run(*span[0])
-    records: list[bytes] = []
-    for segment in span:
-        records.extend(record_io.read_tfrecord_run(*segment))
-    return records
+    runs: list[list[Any]] = []  # [path, offset, end, count]: one read each
+    open_ends: dict[tuple[str, int], int] = {}  # (path, end of a run) -> the run
+    of_segment = []
+    for path, offset, end, count in span:
+        i = open_ends.pop((path, offset), -1)
+        if i < 0:
+            i = len(runs)
+            runs.append([path, offset, end, count])
+        else:
+            runs[i][2] = end
+            runs[i][3] += count
+        open_ends[(path, end)] = i
+        of_segment.append(i)
+    records = [record_io.read_tfrecord_run(*run) for run in runs]
+    if len(runs) == len(span):
+        return [r for part in records for r in part]
+    out: list[bytes] = []
+    taken = [0] * len(runs)
+    for (_path, _offset, _end, count), i in zip(span, of_segment):
+        out += records[i][taken[i] : taken[i] + count]
+        taken[i] += count
+    return out
 
 
 class SpanMapTask:

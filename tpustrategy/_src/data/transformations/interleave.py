@@ -119,15 +119,13 @@ class InterleaveDataset(Dataset):
         cycle = self.cycle_length
         return default_cycle_length(self.num_parallel_calls) if cycle is None or cycle == AUTOTUNE else cycle
 
-    def _record_feed(self, ctx: IterContext, batch_size: int) -> Callable[[Any], NodeIterator | None] | None:
+    def _record_feed(self, ctx: IterContext, batch_size: int) -> Callable[[Any], NodeIterator | None]:
         """For a fused ``map(fn).batch(batch_size)`` over this interleave: makes, at an interleave
-        state, a feed of byte ranges of records that worker processes read themselves -- where the
-        inner datasets come one after another (``cycle_length`` 1, as ``num_parallel_calls=AUTOTUNE``
-        gives on up to 17 cores) and are readers that can be read by ranges (the inner dataset at
-        that state says: its ``_interleave_record_feed``); else None (the records are read here)."""
-        if self._cycle() != 1:
-            return None
-        fn, source = self.fn, self.inputs[0]
+        state, a feed of byte ranges of records, in this interleave's order, that worker processes
+        read themselves -- where the inner datasets are readers that can be read by ranges (the inner
+        dataset of one of the elements at that state says: its ``_interleave_record_feed``); else
+        None (the records are read here)."""
+        cycle, fn, source = self._cycle(), self.fn, self.inputs[0]
 
         def new_input() -> NodeIterator:
             return source._make_iterator(ctx)
@@ -136,25 +134,21 @@ class InterleaveDataset(Dataset):
             return make_inner(fn, element, "Dataset.interleave")
 
         def make(state: Any) -> NodeIterator | None:
-            slot = state["slots"][0]
+            slot = next((s for s in state["slots"] if s is not None), None)
             if slot is None and state["input_done"]:
                 return None
-            peek = new_input()  # the element whose inner dataset comes next says what it is
+            peek = new_input()  # an element whose inner dataset is open, or comes next, says what it is
             try:
                 peek.set_state(slot["outer"] if slot is not None else state["input"])
-                x = peek.__next__()
+                feed_of = getattr(open_inner(peek.__next__()), "_interleave_record_feed", None)
             except Exception:  # the end, or an error the interleave reports in its place
                 return None
             finally:
                 peek.close()
-            try:
-                feed_of = getattr(open_inner(x), "_interleave_record_feed", None)
-            except Exception:  # the interleave raises it in its place
-                return None
             if feed_of is None:
                 return None
-            return feed_of(ctx, new_input, open_inner, self.block_length or 1, batch_size,  # type: ignore[no-any-return]
-                           self.num_parallel_calls is not None, state)
+            return feed_of(ctx, new_input, open_inner, cycle, self.block_length or 1,  # type: ignore[no-any-return]
+                           batch_size, self.num_parallel_calls is not None, state)
 
         return make
 
