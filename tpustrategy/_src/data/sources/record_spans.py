@@ -415,11 +415,15 @@ class InterleaveFeed(_RecordFeed):
         while need:
             slot = slots[self._ci]
             if slot is not None:
-                got = slot[0].take(min(need, self._block - self._bi))
+                one = self._cycle == 1  # blocks do not change the order: the state's count wraps
+                got = slot[0].take(need if one else min(need, self._block - self._bi))
                 if got:
                     segments += got
-                    c = _count(got)
+                    c = got[0][3] if len(got) == 1 else _count(got)
                     need -= c
+                    if one:
+                        self._bi = (self._bi + c) % self._block
+                        continue
                     self._bi += c
                     if self._bi >= self._block:
                         self._advance()
