@@ -18,7 +18,7 @@ import pytest
 
 import tpustrategy.data as tpsd
 from tests.data.test_parallel_processes import no_process_left_behind  # noqa: F401 (autouse)
-from tests.data.test_record_spans import corrupt, outcome, same, write
+from tests.data.test_record_spans import corrupt, mixed_files, outcome, same, uniform_files
 from tpustrategy._src.data.core.iterator import IterContext
 from tpustrategy._src.data.parallel import processes
 from tpustrategy._src.data.sources import record_spans
@@ -88,21 +88,13 @@ def spans_described(monkeypatch):
 
 @pytest.fixture
 def uniform(tmp_path):
-    """Three files of equal-sized records (the size guessed from the first header)."""
-    files = [tmp_path / f"u{k}.tfrecord" for k in range(3)]
-    for k, f in enumerate(files):
-        write(f, [700] * (13 + 5 * k), start=100 * k)
-    return files
+    return uniform_files(tmp_path, 700, [13, 18, 23])
 
 
 @pytest.fixture
 def mixed(tmp_path):
-    """Files of records of many sizes (framed in this process), one empty file among them."""
-    rng = np.random.default_rng(1)
-    files = [tmp_path / f"m{k}.tfrecord" for k in range(4)]
-    for k, f in enumerate(files):
-        write(f, rng.integers(4, 2000, 9 + 7 * k).tolist() if k != 1 else [], start=100 * k)
-    return files
+    """One empty file among them."""
+    return mixed_files(tmp_path, 1, 2000, [9, 0, 23, 30])
 
 
 KINDS = ["reader", "interleave", "parallel_interleave"]

@@ -103,23 +103,33 @@ def used_workers(files, fn=summary, batch=8, drop=False):
     return got
 
 
+def uniform_files(tmp_path, size, counts):
+    """Files of equal-sized records (the size guessed from the first header); file k's records are
+    numbered from 100 * k."""
+    files = [tmp_path / f"u{k}.tfrecord" for k in range(len(counts))]
+    for k, (f, count) in enumerate(zip(files, counts)):
+        write(f, [size] * count, start=100 * k)
+    return files
+
+
+def mixed_files(tmp_path, seed, max_size, counts):
+    """Files of records of many sizes (framed in this process); a count of 0 is an empty file."""
+    rng = np.random.default_rng(seed)
+    files = [tmp_path / f"m{k}.tfrecord" for k in range(len(counts))]
+    for k, (f, count) in enumerate(zip(files, counts)):
+        write(f, rng.integers(4, max_size, count).tolist(), start=100 * k)
+    return files
+
+
 @pytest.fixture
 def uniform(tmp_path):
-    """Three files of equal-sized records (the size guessed from the first header)."""
-    files = [tmp_path / f"u{k}.tfrecord" for k in range(3)]
-    for k, f in enumerate(files):
-        write(f, [1200] * (37 + 5 * k), start=100 * k)
-    return files
+    return uniform_files(tmp_path, 1200, [37, 42, 47])
 
 
 @pytest.fixture
 def mixed(tmp_path):
-    """Files of records of many sizes (framed in this process), one empty file among them."""
-    rng = np.random.default_rng(0)
-    files = [tmp_path / f"m{k}.tfrecord" for k in range(3)]
-    for k, f in enumerate(files):
-        write(f, rng.integers(4, 3000, 29 + 11 * k).tolist() if k != 1 else [], start=100 * k)
-    return files
+    """One empty file among them."""
+    return mixed_files(tmp_path, 0, 3000, [29, 0, 51])
 
 
 # --------------------------------------------------------------------------- the stream

@@ -301,13 +301,8 @@ class TFRecordDataset(_ReaderDataset):
         block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
 
         def make(state: Any) -> NodeIterator:
-            feed = record_spans.ReaderFeed(self.filenames._make_iterator(ctx), batch_size, block)
-            try:
-                feed.set_state(state)
-            except BaseException:
-                feed.close()
-                raise
-            return feed
+            return record_spans.placed(record_spans.ReaderFeed(self.filenames._make_iterator(ctx), batch_size, block),
+                                       state)
 
         return make
 
@@ -326,12 +321,7 @@ class TFRecordDataset(_ReaderDataset):
 
         feed = record_spans.InterleaveFeed(new_input, open_inner, cursor_of, cycle_length, block_length,
                                            batch_size, parallel)
-        try:
-            feed.set_state(state)
-        except BaseException:
-            feed.close()
-            raise
-        return feed
+        return record_spans.placed(feed, state)
 
 
 class TextLineDataset(_ReaderDataset):

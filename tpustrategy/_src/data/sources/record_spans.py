@@ -235,6 +235,16 @@ class Cursor:
         self._files.close()
 
 
+def placed(feed: NodeIterator, state: Any) -> NodeIterator:
+    """``feed`` moved to ``state`` (closed if it cannot be: the error propagates)."""
+    try:
+        feed.set_state(state)
+    except BaseException:
+        feed.close()
+        raise
+    return feed
+
+
 def _count(segments: list[Segment]) -> int:
     return sum(seg[3] for seg in segments)
 
