@@ -294,15 +294,25 @@ class TFRecordDataset(_ReaderDataset):
 
     def _record_feed(self, ctx: IterContext, batch_size: int) -> Callable[[Any], NodeIterator | None] | None:
         """For a fused ``map(fn).batch(batch_size)`` over this reader: makes, at a reader state, the
-        `record_spans.ReaderFeed` that hands the workers byte ranges of ``batch_size`` records to read
-        themselves; None where the records cannot be read by ranges."""
-        if not self._plain():
+        feed that hands the workers byte ranges of ``batch_size`` records to read themselves -- a
+        `record_spans.ReaderFeed`, or with ``num_parallel_reads`` an `record_spans.InterleaveFeed` over
+        one-file readers in this reader's order and state layout; None for compressed files."""
+        if self.compression_type:
             return None
         block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
+        files, npr = self.filenames, self.num_parallel_reads
+        if npr is None or npr == 1:
+            return lambda state: record_spans.placed(
+                record_spans.ReaderFeed(files._make_iterator(ctx), batch_size, block), state)
+        cycle = default_cycle_length(AUTOTUNE) if npr == AUTOTUNE else npr
+
+        def cursor_of(name: Any) -> record_spans.Cursor:  # the one-file reader `_make_iterator` opens
+            return record_spans.Cursor(TensorSliceDataset(np.array([name], dtype=OBJECT))._make_iterator(ctx), block)
 
         def make(state: Any) -> NodeIterator:
-            return record_spans.placed(record_spans.ReaderFeed(self.filenames._make_iterator(ctx), batch_size, block),
-                                       state)
+            feed = record_spans.InterleaveFeed(lambda: files._make_iterator(ctx), lambda name: name, cursor_of,
+                                               cycle, 1, batch_size, parallel=True)
+            return record_spans.placed(feed, state)
 
         return make
 
