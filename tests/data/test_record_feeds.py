@@ -1,6 +1,6 @@
 """A fused ``map(fn).batch(n)`` over a TFRecord reader, or over ``interleave(TFRecordDataset)``,
-whose workers read their records by byte ranges (`record_spans.ReaderFeed`,
-`record_spans.InterleaveFeed`).
+whose workers read their records by byte ranges (`record_feeds.ReaderFeed`,
+`record_feeds.InterleaveFeed`).
 
 Every case runs the pipeline with the workers forced on and compares it with the same pipeline in
 this process (``experimental_worker_processes=False``): the batches, the errors and where they come,
@@ -21,7 +21,7 @@ from tests.data.test_parallel_processes import no_process_left_behind  # noqa: F
 from tests.data.test_record_spans import corrupt, mixed_files, outcome, same, uniform_files
 from tpustrategy._src.data.core.iterator import IterContext
 from tpustrategy._src.data.parallel import processes
-from tpustrategy._src.data.sources import record_spans
+from tpustrategy._src.data.sources import record_feeds, record_spans
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -79,14 +79,14 @@ def pipeline(files, kind="interleave", fn=parse, batch=8, drop=False, on=True, *
 def spans_described(monkeypatch):
     """How many batches were described as byte ranges here (read by a worker)."""
     count = [0]
-    described = record_spans._RecordFeed._next_span
+    described = record_feeds._RecordFeed._next_span
 
     def counted(self):
         span = described(self)
         count[0] += 1
         return span
 
-    monkeypatch.setattr(record_spans._RecordFeed, "_next_span", counted)
+    monkeypatch.setattr(record_feeds._RecordFeed, "_next_span", counted)
     return count
 
 
@@ -308,7 +308,7 @@ def test_a_running_iterator_moved_into_a_file_gone_since_reports_it_as_the_pipel
 
         return counted
 
-    for feed in (record_spans.ReaderFeed, record_spans.InterleaveFeed):
+    for feed in (record_feeds.ReaderFeed, record_feeds.InterleaveFeed):
         for name in ("set_state", "_skip"):
             monkeypatch.setattr(feed, name, counting(getattr(feed, name)))
 

@@ -29,7 +29,7 @@ from tpustrategy._src.data.core.dataset import Dataset
 from tpustrategy._src.data.core.iterator import IterContext, NodeIterator, check_state
 from tpustrategy._src.data.core.options import AUTOTUNE
 from tpustrategy._src.data.core.structure import OBJECT, TensorSpec
-from tpustrategy._src.data.sources import _compression, record_io, record_spans
+from tpustrategy._src.data.sources import _compression, record_feeds, record_io, record_spans
 from tpustrategy._src.data.sources.from_tensors import TensorSliceDataset
 from tpustrategy._src.data.transformations.interleave import (
     InterleaveIterator,
@@ -295,24 +295,24 @@ class TFRecordDataset(_ReaderDataset):
     def _record_feed(self, ctx: IterContext, batch_size: int) -> Callable[[Any], NodeIterator | None] | None:
         """For a fused ``map(fn).batch(batch_size)`` over this reader: makes, at a reader state, the
         feed that hands the workers byte ranges of ``batch_size`` records to read themselves -- a
-        `record_spans.ReaderFeed`, or with ``num_parallel_reads`` an `record_spans.InterleaveFeed` over
+        `record_feeds.ReaderFeed`, or with ``num_parallel_reads`` an `record_feeds.InterleaveFeed` over
         one-file readers in this reader's order and state layout; None for compressed files."""
         if self.compression_type:
             return None
         block = self.buffer_size or record_io.DEFAULT_BUFFER_SIZE
         files, npr = self.filenames, self.num_parallel_reads
         if npr is None or npr == 1:
-            return lambda state: record_spans.placed(
-                record_spans.ReaderFeed(files._make_iterator(ctx), batch_size, block), state)
+            return lambda state: record_feeds.placed(
+                record_feeds.ReaderFeed(files._make_iterator(ctx), batch_size, block), state)
         cycle = default_cycle_length(AUTOTUNE) if npr == AUTOTUNE else npr
 
         def cursor_of(name: Any) -> record_spans.Cursor:  # the one-file reader `_make_iterator` opens
             return record_spans.Cursor(TensorSliceDataset(np.array([name], dtype=OBJECT))._make_iterator(ctx), block)
 
         def make(state: Any) -> NodeIterator:
-            feed = record_spans.InterleaveFeed(lambda: files._make_iterator(ctx), lambda name: name, cursor_of,
+            feed = record_feeds.InterleaveFeed(lambda: files._make_iterator(ctx), lambda name: name, cursor_of,
                                                cycle, 1, batch_size, parallel=True)
-            return record_spans.placed(feed, state)
+            return record_feeds.placed(feed, state)
 
         return make
 
@@ -321,7 +321,7 @@ class TFRecordDataset(_ReaderDataset):
                                 batch_size: int, parallel: bool, state: Any) -> NodeIterator | None:
         """For a fused ``map(fn).batch(batch_size)`` over an ``interleave`` whose inner datasets are
         readers like this one (an inner dataset that is not raises `SpanFallback` when it comes): the
-        `record_spans.InterleaveFeed` at the interleave state ``state``."""
+        `record_feeds.InterleaveFeed` at the interleave state ``state``."""
 
         def cursor_of(ds: Any) -> record_spans.Cursor:
             if type(ds) is not TFRecordDataset or not ds._plain():
@@ -329,9 +329,9 @@ class TFRecordDataset(_ReaderDataset):
             return record_spans.Cursor(ds.filenames._make_iterator(ctx.fresh()),
                                        ds.buffer_size or record_io.DEFAULT_BUFFER_SIZE)
 
-        feed = record_spans.InterleaveFeed(new_input, open_inner, cursor_of, cycle_length, block_length,
+        feed = record_feeds.InterleaveFeed(new_input, open_inner, cursor_of, cycle_length, block_length,
                                            batch_size, parallel)
-        return record_spans.placed(feed, state)
+        return record_feeds.placed(feed, state)
 
 
 class TextLineDataset(_ReaderDataset):
