@@ -576,15 +576,20 @@ def test_a_module_that_runs_a_pipeline_when_imported_does_not_start_pools_in_its
         sys.modules.pop("runs_at_import", None)
 
 
+class Owner:
+    """Stands for the iterator that owns a `parking.PoolHandle` (its pool closes when it goes)."""
+
+
+def task_of(fn):
+    task, why = processes.pickle_task(fn, fn)
+    assert task is not None, why
+    return task
+
+
 def test_a_pool_handle_parks_a_pool_that_is_still_starting_once_it_has_started():
     """An iterator that ends before its pool came up (a pass shorter than a worker's start) leaves
     the pool to the next iterator instead of throwing the start away; closing instead ends it."""
-
-    class Owner:
-        pass
-
-    task, why = processes.pickle_task(add_one, add_one)
-    assert task is not None, why
+    task = task_of(add_one)
     owner = Owner()
     handle = parking.PoolHandle.get(owner, task, 2, None)
     handle.park()  # most likely still starting: parked once started
@@ -603,13 +608,7 @@ def test_the_next_iterator_adopts_a_pool_still_starting_instead_of_starting_anot
     """A pass shorter than a worker's start (a benchmark's, an evaluation's) parks a pool that is
     still starting; the next iterator takes it as it is -- ready once it has started and loaded that
     iterator's function -- instead of starting a second pool on the same cores."""
-
-    class Owner:
-        pass
-
-    first_task, why = processes.pickle_task(add_one, add_one)
-    second_task, why = processes.pickle_task(big_array, big_array)
-    assert first_task is not None and second_task is not None, why
+    first_task, second_task = task_of(add_one), task_of(big_array)
     ended = Owner()  # the iterator that ended (it parks its pool at its end)
     first = parking.PoolHandle.get(ended, first_task, 2, None)
     first.park()
@@ -639,11 +638,7 @@ def test_the_next_iterator_adopts_a_pool_still_starting_instead_of_starting_anot
 
 
 def test_closing_the_parked_pools_ends_one_still_starting():
-    class Owner:
-        pass
-
-    task, why = processes.pickle_task(add_one, add_one)
-    assert task is not None, why
+    task = task_of(add_one)
     owner = Owner()
     handle = parking.PoolHandle.get(owner, task, 2, None)
     handle.park()
