@@ -338,6 +338,17 @@ def _close_all_pools() -> None:
         pool.close()
 
 
+def restart_state(outs: Any, state: Any) -> Any:
+    """Where the pipeline that reads records in this process takes over a failed chunk read by ranges:
+    the state a `SpanFallback` raised while describing it carries (its first element's), else
+    ``state``, the chunk's start."""
+    if type(outs) is FailedChunk:
+        first = next((x.error for x in outs if type(x) is ElementError), None)
+        if isinstance(first, SpanFallback) and first.state is not None:
+            return first.state
+    return state
+
+
 # --------------------------------------------------------------------------- feeding a pool in order
 
 

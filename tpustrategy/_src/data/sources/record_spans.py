@@ -43,7 +43,7 @@ import numpy as np
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state
 from tpustrategy._src.data.core.structure import stack
 from tpustrategy._src.data.parallel import parking, processes
-from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk
+from tpustrategy._src.data.parallel.threads import FailedChunk
 from tpustrategy._src.data.sources import record_io
 
 _HEADER = record_io.HEADER
@@ -359,7 +359,7 @@ class SpanMapTask:
         self.task = task
 
     def __call__(self, span: Span) -> Any:
-        return self.task(stack(read_span(span), "Dataset.batch"))
+        return self.task(stack(span.read(), "Dataset.batch"))
 
 
 # --------------------------------------------------------------------------- this process: the stream
@@ -479,10 +479,7 @@ class SpanMapIterator(parking.PoolUser, NodeIterator):
         """The next chunk of mapped batches (or the end, or the stream handed over)."""
         state, outs, err = parking.next_chunk(self)
         if type(outs) is FailedChunk:
-            first = next((x.error for x in outs if type(x) is ElementError), None)
-            if isinstance(first, SpanFallback) and first.state is not None:
-                state = first.state
-            self._hand_over({"input": state, "skip": 0})
+            self._hand_over({"input": processes.restart_state(outs, state), "skip": 0})
             return
         if err is not None:
             if not outs:

@@ -32,7 +32,7 @@ from typing import Any
 from tpustrategy._src.data.core.iterator import NodeIterator, check_state, pull
 from tpustrategy._src.data.core.structure import stack
 from tpustrategy._src.data.parallel import parking, processes
-from tpustrategy._src.data.parallel.threads import ElementError, FailedChunk, cpu_count
+from tpustrategy._src.data.parallel.threads import cpu_count
 from tpustrategy._src.data.transformations.calling import call_map_fn
 from tpustrategy._src.data.transformations.parallel_map import ParallelMapIterator
 
@@ -175,11 +175,7 @@ class MapBatchIterator(parking.PoolUser, NodeIterator):
                 raise err
             return True
         if outs:  # an element failed or did not stack: the unfused pipeline redoes this chunk
-            if type(outs) is FailedChunk:  # ranges this process could not describe: from where they start
-                first = next((x.error for x in outs if type(x) is ElementError), None)
-                if isinstance(first, processes.SpanFallback) and first.state is not None:
-                    state = first.state
-            return self._hand_over(state)
+            return self._hand_over(processes.restart_state(outs, state))
         if err is not None:  # a crashed worker, an error reading the input
             self._done = True
             self._end_processes()
